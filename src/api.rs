@@ -1,0 +1,200 @@
+//! The wire types both edges speak: what `POST /search`, `GET /stores` and friends answer, and what
+//! the MCP tools return as structured content. One definition, so REST and MCP cannot drift.
+//!
+//! Also [`Refusal`]: a request the core will not carry out, with the status REST gives it and the
+//! message both edges show.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The fused answer to one search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SearchAnswer {
+    /// The query, as asked.
+    pub query: String,
+    /// The fused hits, best first.
+    pub hits: Vec<Hit>,
+    /// The stores that answered (an empty answer counts), in roster order.
+    pub stores_searched: Vec<String>,
+    /// The stores that were asked and gave nothing, with why.
+    pub failed: Vec<NameReason>,
+    /// The stores that were never asked (unknown type, invalid entry), with why.
+    pub skipped: Vec<NameReason>,
+}
+
+/// One fused hit with its full provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Hit {
+    /// The store it came from.
+    pub store: String,
+    /// The store's id for it.
+    pub id: String,
+    /// The text itself.
+    pub content: String,
+    /// The fused RRF score it was ranked by: `weight / (k + store_rank)`.
+    pub score: f64,
+    /// Its 1-based rank in its store's answer, after the store's floor.
+    pub store_rank: u32,
+    /// The store's relevance for it, 0..1 (what the floor reads).
+    pub base_relevance: f64,
+    /// The store's own score, if it gave one.
+    pub native_score: Option<f64>,
+    /// The store's raw distance, if it gave one.
+    pub raw_distance: Option<f64>,
+    /// Whatever else the store said about it.
+    pub metadata: Map<String, Value>,
+}
+
+/// A store name and a reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NameReason {
+    pub name: String,
+    pub reason: String,
+}
+
+/// The roster: every configured store and how it is bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Stores {
+    /// Every configured store, config stores first (file order), then added ones.
+    pub stores: Vec<StoreRow>,
+    /// How many stores are fanned.
+    pub active: usize,
+    /// The RRF constant.
+    pub k: u32,
+    /// The default number of fused hits.
+    pub n_results: usize,
+    /// The store types this service can fan.
+    pub types: Vec<String>,
+    /// Set when the runtime overlay could not be read; adding and removing stores is refused
+    /// until the file is fixed or removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay_error: Option<String>,
+}
+
+/// One configured store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StoreRow {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub url: String,
+    pub weight: f64,
+    pub floor: f64,
+    pub enabled: bool,
+    /// Added at run time (removable); false for stores of the config file.
+    pub managed: bool,
+    /// Whether an outbound token is set (never the token itself).
+    pub auth: bool,
+    /// `active`, `disabled`, or `skipped: <reason>`.
+    pub status: String,
+}
+
+/// The answer to adding a store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Added {
+    pub ok: bool,
+    /// The name of the store added.
+    pub added: String,
+    /// How many stores are fanned now.
+    pub active: usize,
+}
+
+/// The answer to removing a store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Removed {
+    pub ok: bool,
+    /// The name of the store removed.
+    pub removed: String,
+    /// How many stores are fanned now.
+    pub active: usize,
+}
+
+/// `GET /`: what this service is and what it fans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Info {
+    pub service: String,
+    pub version: String,
+    pub stores: Vec<String>,
+    pub skipped: Vec<NameReason>,
+}
+
+/// What kind of refusal, which REST maps to a status code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalKind {
+    /// 400: the request is well-formed but asks for something invalid.
+    BadRequest,
+    /// 404: no such store.
+    NotFound,
+    /// 409: it clashes with what exists (a duplicate name, an unreadable overlay).
+    Conflict,
+    /// 413: too large.
+    TooLarge,
+    /// 422: a field is missing or of the wrong type or range.
+    Unprocessable,
+    /// 500: the service failed (the overlay could not be written).
+    Internal,
+}
+
+/// A request the core will not carry out. `detail` is safe to show: it never holds a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{detail}")]
+pub struct Refusal {
+    pub kind: RefusalKind,
+    pub detail: String,
+}
+
+impl Refusal {
+    pub fn new(kind: RefusalKind, detail: impl Into<String>) -> Self {
+        Self {
+            kind,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(RefusalKind::BadRequest, detail)
+    }
+
+    pub fn unprocessable(detail: impl Into<String>) -> Self {
+        Self::new(RefusalKind::Unprocessable, detail)
+    }
+
+    /// The HTTP status this refusal answers with.
+    pub fn status(&self) -> u16 {
+        match self.kind {
+            RefusalKind::BadRequest => 400,
+            RefusalKind::NotFound => 404,
+            RefusalKind::Conflict => 409,
+            RefusalKind::TooLarge => 413,
+            RefusalKind::Unprocessable => 422,
+            RefusalKind::Internal => 500,
+        }
+    }
+}
+
+/// Decodes `body` as `T`, naming the path of the first wrong field (`hits[2].score: ...`). Used on
+/// request bodies and on store answers alike.
+pub fn decode_json<'de, T: Deserialize<'de>>(body: &'de [u8]) -> Result<T, String> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let value: T = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        // serde_json appends "at line L column C"; the path says more, and short reasons read
+        // better in a `failed` entry.
+        let message = e.into_inner().to_string();
+        let message = message
+            .split(" at line ")
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        if path == "." {
+            message
+        } else {
+            format!("{path}: {message}")
+        }
+    })?;
+    deserializer
+        .end()
+        .map_err(|_| "trailing characters after the JSON value".to_owned())?;
+    Ok(value)
+}

@@ -1,0 +1,1082 @@
+//! The configuration: a YAML file plus `SEREN_SCC_*` environment overrides, parsed once into a
+//! validated [`Config`].
+//!
+//! Parse, don't validate: everything past this module holds checked values (finite weights, a floor
+//! within 0..=1, a positive timeout). A file that does not parse, or has a wrong type at a known key,
+//! is an error naming the file, the key and the line; a value out of range is an error naming the
+//! store and the field. An unknown key is a warning, never silence: typos must show. Store entries
+//! that lack a name, type or url are kept as [`Invalid`] so the roster can report them as skipped.
+//!
+//! This module does not read the runtime overlay (see `overlay`) and does not bind stores (see
+//! `roster`).
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The file name looked for in the working directory and in the platform config dir.
+pub const FILE_NAME: &str = "seren-corpus-callosum.yaml";
+/// The overlay's file name, beside the config file.
+pub const OVERLAY_FILE_NAME: &str = "runtime-stores.json";
+
+/// Keys the Python 5.3.0 service reads that this service does not implement. A file that holds them
+/// still starts; each is named once in a warning.
+const PYTHON_ONLY_KEYS: &[&str] = &[
+    "updates",
+    "server.bearer_token_keyring",
+    "federation.fusion_mode",
+    "federation.authority_margin",
+    "federation.min_per_store",
+    "federation.edges_enabled",
+    "federation.edge_budget",
+    "federation.satellite_edges_enabled",
+    "federation.satellite_budget",
+    "federation.hops",
+    "federation.hop_terms",
+    "federation.hop_budget",
+    "federation.budget_tokens",
+];
+
+/// Why the configuration could not be loaded. Every message names where the problem is.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is not YAML of the expected shape (serde_yaml names the key, line and column).
+    #[error("config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    /// A value parsed but is out of range.
+    #[error("config file {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    /// An environment override does not hold a usable value.
+    #[error("environment variable {name}: {message}")]
+    Env { name: &'static str, message: String },
+}
+
+/// A secret, such as a bearer token. Its `Debug` never shows the value, so it cannot leak through a
+/// log line that formats a whole struct.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a non-empty secret; an empty or blank one means "no secret".
+    pub fn new(value: impl Into<String>) -> Option<Self> {
+        let value = value.into();
+        if value.trim().is_empty() {
+            None
+        } else {
+            Some(Self(value))
+        }
+    }
+
+    /// The secret itself, for the one place that must send or compare it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Everything the service needs to start, checked.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The config file path (it may not exist: a missing file is an empty federation).
+    pub path: PathBuf,
+    /// Whether that file existed when it was loaded.
+    pub exists: bool,
+    /// Where the runtime overlay lives.
+    pub overlay_path: PathBuf,
+    pub server: Server,
+    pub tls: Tls,
+    pub federation: Federation,
+    /// Warnings found while loading (unknown keys, unused options), for the caller to log once.
+    pub warnings: Vec<String>,
+}
+
+/// The `server:` block.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub host: String,
+    pub port: u16,
+    /// The inbound bearer token; `None` means no auth.
+    pub token: Option<Secret>,
+    pub allow_open_lan: bool,
+}
+
+/// The `tls:` block.
+#[derive(Debug, Clone, Default)]
+pub struct Tls {
+    /// Outbound TLS to stores also trusts the operating system's certificate store.
+    pub trust_system_store: bool,
+}
+
+/// The `federation:` block.
+#[derive(Debug, Clone)]
+pub struct Federation {
+    /// The RRF constant, a whole number >= 1.
+    pub k: u32,
+    /// The default number of fused hits, 1..=200.
+    pub n_results: usize,
+    /// Each store is asked for `n * fetch_multiplier` hits.
+    pub fetch_multiplier: usize,
+    /// The default bound on one store call.
+    pub per_store_timeout: Duration,
+    /// The config file's stores, in file order.
+    pub stores: Vec<Result<StoreEntry, Invalid>>,
+}
+
+/// A store entry that cannot be bound (a missing name, type or url): reported as skipped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invalid {
+    /// The entry's name if it has one, else where it sits (`federation.stores[3]`).
+    pub name: String,
+    pub reason: String,
+}
+
+/// One store entry, from the config file or the overlay, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreEntry {
+    pub name: String,
+    pub kind: String,
+    /// The base url, trimmed, without a trailing `/`.
+    pub url: String,
+    pub weight: f64,
+    pub floor: f64,
+    pub enabled: bool,
+    /// An inline outbound bearer token.
+    pub token: Option<Secret>,
+    /// The name of an environment variable holding the outbound token.
+    pub token_env: Option<String>,
+    /// Overrides `federation.per_store_timeout_s` for this store.
+    pub timeout: Option<Duration>,
+    /// Adapter extras (`search_path`, `project`, `include_*`) and any unknown key of the entry.
+    pub options: Map<String, Value>,
+}
+
+impl StoreEntry {
+    /// Whether any outbound token pointer is set (what `GET /stores` shows as `auth`).
+    pub fn has_auth(&self) -> bool {
+        self.token.is_some() || self.token_env.is_some()
+    }
+
+    /// The entry as the overlay stores it. The token is written as given: the overlay file is the
+    /// one place an outbound token added at run time can live (it is written with mode 0600).
+    pub fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("name".into(), self.name.clone().into());
+        object.insert("type".into(), self.kind.clone().into());
+        object.insert("url".into(), self.url.clone().into());
+        object.insert("weight".into(), self.weight.into());
+        object.insert("floor".into(), self.floor.into());
+        if !self.enabled {
+            object.insert("enabled".into(), false.into());
+        }
+        if let Some(token) = &self.token {
+            object.insert("token".into(), token.expose().into());
+        }
+        if let Some(name) = &self.token_env {
+            object.insert("token_env".into(), name.clone().into());
+        }
+        if let Some(timeout) = self.timeout {
+            object.insert("timeout_s".into(), timeout.as_secs_f64().into());
+        }
+        if !self.options.is_empty() {
+            object.insert("options".into(), Value::Object(self.options.clone()));
+        }
+        Value::Object(object)
+    }
+}
+
+/// A store entry as written, before its required fields and ranges are checked. Its `Deserialize`
+/// is hand-written so that serde_yaml keeps line numbers for type errors, and so that unknown keys
+/// land in `options` (as the Python service does) instead of being lost.
+#[derive(Debug, Default, Clone)]
+pub struct RawStoreEntry {
+    pub name: Option<String>,
+    pub kind: Option<String>,
+    pub url: Option<String>,
+    pub weight: Option<f64>,
+    pub floor: Option<f64>,
+    pub enabled: Option<bool>,
+    pub token: Option<String>,
+    pub token_env: Option<String>,
+    pub timeout_s: Option<f64>,
+    pub options: Map<String, Value>,
+    /// Keys that were read and deliberately dropped (aliases that lost to the short key, `managed`).
+    pub dropped: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for RawStoreEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(RawStoreEntryVisitor)
+    }
+}
+
+struct RawStoreEntryVisitor;
+
+impl<'de> Visitor<'de> for RawStoreEntryVisitor {
+    type Value = RawStoreEntry;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a store entry (a mapping with name, type and url)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawStoreEntry, A::Error> {
+        let mut entry = RawStoreEntry::default();
+        let (mut alias_token, mut alias_token_env) = (None, None);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "name" => entry.name = map.next_value::<Option<Scalar>>()?.map(|s| s.0),
+                "type" => entry.kind = map.next_value()?,
+                "url" => entry.url = map.next_value()?,
+                "weight" => entry.weight = map.next_value()?,
+                "floor" => entry.floor = map.next_value()?,
+                "enabled" => entry.enabled = map.next_value::<Option<Flag>>()?.map(|f| f.0),
+                "token" => entry.token = map.next_value()?,
+                "token_env" => entry.token_env = map.next_value()?,
+                "bearer_token" => alias_token = map.next_value::<Option<String>>()?,
+                "bearer_token_env" => alias_token_env = map.next_value::<Option<String>>()?,
+                "timeout_s" => entry.timeout_s = map.next_value()?,
+                "options" => {
+                    let options: Option<Map<String, Value>> = map.next_value()?;
+                    // Explicit options win over stray top-level keys merged in earlier.
+                    for (k, v) in options.unwrap_or_default() {
+                        entry.options.insert(k, v);
+                    }
+                }
+                "managed" => {
+                    // Managed-ness comes from where an entry lives, never from what it says.
+                    map.next_value::<de::IgnoredAny>()?;
+                    entry.dropped.push(key);
+                }
+                _ => {
+                    let value: Value = map.next_value()?;
+                    entry.options.entry(key).or_insert(value);
+                }
+            }
+        }
+        // The short key wins over its alias; a losing alias is dropped, not put into options.
+        if non_blank(&entry.token).is_none() {
+            entry.token = alias_token;
+        } else if alias_token.is_some() {
+            entry.dropped.push("bearer_token".into());
+        }
+        if non_blank(&entry.token_env).is_none() {
+            entry.token_env = alias_token_env;
+        } else if alias_token_env.is_some() {
+            entry.dropped.push("bearer_token_env".into());
+        }
+        Ok(entry)
+    }
+}
+
+impl RawStoreEntry {
+    /// Checks the entry. `Ok(Err(_))` is an entry to skip (a missing required field); `Err(_)` is a
+    /// value out of range, which the caller turns into a hard error (config) or a skip (overlay).
+    pub fn check(self, place: &str) -> Result<Result<StoreEntry, Invalid>, String> {
+        let name = non_blank(&self.name).map(str::to_owned);
+        let label = name.clone().unwrap_or_else(|| place.to_owned());
+        let missing = |field: &str| {
+            Ok(Err(Invalid {
+                name: label.clone(),
+                reason: format!("invalid entry: missing {field}"),
+            }))
+        };
+        let Some(name) = name else {
+            return missing("name");
+        };
+        let Some(kind) = non_blank(&self.kind).map(str::to_owned) else {
+            return missing("type");
+        };
+        let Some(url) = non_blank(&self.url).map(normalize_url) else {
+            return missing("url");
+        };
+        let field = |f: &str, why: String| format!("store '{label}': {f} {why}");
+        let weight = self.weight.unwrap_or(1.0);
+        if !(weight.is_finite() && weight > 0.0) {
+            return Err(field(
+                "weight",
+                format!("must be a finite number > 0, got {weight}"),
+            ));
+        }
+        let floor = self.floor.unwrap_or(0.0);
+        if !(floor.is_finite() && (0.0..=1.0).contains(&floor)) {
+            return Err(field("floor", format!("must be within 0..=1, got {floor}")));
+        }
+        let timeout = match self.timeout_s {
+            None => None,
+            Some(t) => Some(positive_seconds(t).map_err(|why| field("timeout_s", why))?),
+        };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(field("url", "must start with http:// or https://".into()));
+        }
+        Ok(Ok(StoreEntry {
+            name,
+            kind,
+            url,
+            weight,
+            floor,
+            enabled: self.enabled.unwrap_or(true),
+            token: self.token.and_then(Secret::new),
+            token_env: non_blank(&self.token_env).map(str::to_owned),
+            timeout,
+            options: self.options,
+        }))
+    }
+}
+
+/// Trims a url and drops its trailing slashes.
+pub fn normalize_url(url: &str) -> String {
+    url.trim().trim_end_matches('/').to_owned()
+}
+
+fn non_blank(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn positive_seconds(seconds: f64) -> Result<Duration, String> {
+    if seconds.is_finite() && seconds > 0.0 && seconds <= 3600.0 {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(format!(
+            "must be a number of seconds in (0, 3600], got {seconds}"
+        ))
+    }
+}
+
+/// A YAML scalar read as text: `name: 7` is the store "7", as in the Python service.
+struct Scalar(String);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ScalarVisitor;
+        impl Visitor<'_> for ScalarVisitor {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_owned()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+        }
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+/// A boolean that also takes the Python service's truthy strings (1/true/yes/on, 0/false/no/off).
+/// Read through a visitor (not via an intermediate value) so a bad word is reported at its own
+/// key and line.
+#[derive(Clone, Copy)]
+struct Flag(bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FlagVisitor;
+        impl Visitor<'_> for FlagVisitor {
+            type Value = Flag;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("true or false (or 1/yes/on, 0/no/off)")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Flag, E> {
+                Ok(Flag(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Flag, E> {
+                Ok(Flag(v != 0))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Flag, E> {
+                Ok(Flag(v != 0))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Flag, E> {
+                parse_flag(v)
+                    .map(Flag)
+                    .ok_or_else(|| E::invalid_value(de::Unexpected::Str(v), &self))
+            }
+        }
+        deserializer.deserialize_any(FlagVisitor)
+    }
+}
+
+/// Reads a truthy or falsy word; `None` when it is neither.
+pub fn parse_flag(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" | "" => Some(false),
+        _ => None,
+    }
+}
+
+/// The file as written. Every field is optional so a partial file works; defaults come later.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FileConfig {
+    server: FileServer,
+    tls: FileTls,
+    federation: FileFederation,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FileServer {
+    host: Option<String>,
+    port: Option<u16>,
+    bearer_token: Option<String>,
+    bearer_token_env: Option<String>,
+    allow_open_lan: Option<Flag>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FileTls {
+    trust_system_store: Option<Flag>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FileFederation {
+    k: Option<u32>,
+    n_results: Option<usize>,
+    fetch_multiplier: Option<usize>,
+    per_store_timeout_s: Option<f64>,
+    stores: Option<Vec<RawStoreEntry>>,
+}
+
+// `Option<Flag>` needs `Flag: Debug` for the derive above.
+impl fmt::Debug for Flag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Picks the config file: `--config`, else `$SEREN_SCC_CONFIG`, else `./seren-corpus-callosum.yaml`
+/// when it exists, else the platform config dir's file. When neither file exists the platform path
+/// is used, so that the overlay of a service started from any working directory (an MCP host spawns
+/// us wherever it likes) lands in one stable place.
+pub fn resolve_path(explicit: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    if let Some(path) = explicit {
+        return expand_home(path);
+    }
+    if let Some(path) = env("SEREN_SCC_CONFIG").filter(|p| !p.trim().is_empty()) {
+        return expand_home(Path::new(path.trim()));
+    }
+    let local = PathBuf::from(FILE_NAME);
+    if local.exists() {
+        return local;
+    }
+    match directories::ProjectDirs::from("", "", "seren-corpus-callosum") {
+        Some(dirs) => dirs.config_dir().join(FILE_NAME),
+        None => local,
+    }
+}
+
+fn expand_home(path: &Path) -> PathBuf {
+    if let Ok(rest) = path.strip_prefix("~")
+        && let Some(dirs) = directories::BaseDirs::new()
+    {
+        return dirs.home_dir().join(rest);
+    }
+    path.to_path_buf()
+}
+
+/// Where the overlay lives: `$SEREN_SCC_RUNTIME_STORES`, else beside the config path.
+pub fn overlay_path(config_path: &Path, env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    if let Some(path) = env("SEREN_SCC_RUNTIME_STORES").filter(|p| !p.trim().is_empty()) {
+        return expand_home(Path::new(path.trim()));
+    }
+    match config_path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(OVERLAY_FILE_NAME),
+        _ => PathBuf::from(OVERLAY_FILE_NAME),
+    }
+}
+
+impl Config {
+    /// Loads the configuration from the resolved path and the process environment.
+    pub fn load(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        let env = |name: &str| std::env::var(name).ok();
+        let path = resolve_path(explicit, &env);
+        Self::load_from(&path, &env)
+    }
+
+    /// Loads from `path` with `env` as the environment; tests pass their own environment.
+    pub fn load_from(
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        let exists = text.is_some();
+        let mut config = Self::parse(path, text.as_deref().unwrap_or(""), env)?;
+        config.exists = exists;
+        Ok(config)
+    }
+
+    /// Parses `text` as the file at `path` (the path is used for messages and the overlay).
+    pub fn parse(
+        path: &Path,
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let parse_error = |message: String| ConfigError::Parse {
+            path: path.to_owned(),
+            message,
+        };
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        let mut warnings = Vec::new();
+        let file: FileConfig = if text.trim().is_empty() {
+            FileConfig::default()
+        } else {
+            let mut ignored = Vec::new();
+            let deserializer = serde_yaml::Deserializer::from_str(text);
+            let file: Option<FileConfig> = serde_ignored::deserialize(deserializer, |key| {
+                // The document root is an `Option`, which serde_ignored renders as `?.`.
+                let key = key.to_string();
+                ignored.push(key.trim_start_matches("?.").to_owned());
+            })
+            .map_err(|e| parse_error(e.to_string()))?;
+            for key in ignored {
+                if PYTHON_ONLY_KEYS.contains(&key.as_str()) {
+                    warnings.push(format!(
+                        "{}: '{key}' is a Python-service setting this service does not implement; ignored",
+                        path.display()
+                    ));
+                } else {
+                    warnings.push(format!("{}: unknown key '{key}' ignored", path.display()));
+                }
+            }
+            file.unwrap_or_default()
+        };
+
+        let federation = {
+            let f = file.federation;
+            let k = f.k.unwrap_or(60);
+            if k == 0 {
+                return Err(invalid(
+                    "federation.k must be a whole number >= 1, got 0".into(),
+                ));
+            }
+            let n_results = f.n_results.unwrap_or(10);
+            if !(1..=200).contains(&n_results) {
+                return Err(invalid(format!(
+                    "federation.n_results must be within 1..=200, got {n_results}"
+                )));
+            }
+            let fetch_multiplier = f.fetch_multiplier.unwrap_or(2);
+            if !(1..=100).contains(&fetch_multiplier) {
+                return Err(invalid(format!(
+                    "federation.fetch_multiplier must be within 1..=100, got {fetch_multiplier}"
+                )));
+            }
+            let per_store_timeout = positive_seconds(f.per_store_timeout_s.unwrap_or(5.0))
+                .map_err(|why| invalid(format!("federation.per_store_timeout_s {why}")))?;
+            let mut stores = Vec::new();
+            for (i, raw) in f.stores.unwrap_or_default().into_iter().enumerate() {
+                let place = format!("federation.stores[{i}]");
+                for key in &raw.dropped {
+                    warnings.push(format!("{}: {place}: '{key}' ignored", path.display()));
+                }
+                let entry = raw.check(&place).map_err(invalid)?;
+                if let Ok(entry) = &entry
+                    && let Some(known) = crate::store::known_options(&entry.kind)
+                {
+                    for key in entry
+                        .options
+                        .keys()
+                        .filter(|k| !known.contains(&k.as_str()))
+                    {
+                        warnings.push(format!(
+                            "{}: {place} ('{}'): '{key}' is not a setting of {} stores; ignored",
+                            path.display(),
+                            entry.name,
+                            entry.kind
+                        ));
+                    }
+                }
+                stores.push(entry);
+            }
+            Federation {
+                k,
+                n_results,
+                fetch_multiplier,
+                per_store_timeout,
+                stores,
+            }
+        };
+
+        let s = file.server;
+        let mut server = Server {
+            host: non_blank(&s.host).unwrap_or("127.0.0.1").to_owned(),
+            port: s.port.unwrap_or(7423),
+            token: None,
+            allow_open_lan: s.allow_open_lan.is_some_and(|f| f.0),
+        };
+        let mut inline = s.bearer_token;
+        let mut token_env = s.bearer_token_env;
+        let mut tls = Tls {
+            trust_system_store: file.tls.trust_system_store.is_some_and(|f| f.0),
+        };
+
+        // Environment overrides: later wins over the file.
+        if let Some(host) = env("SEREN_SCC_HOST").filter(|h| !h.trim().is_empty()) {
+            server.host = host.trim().to_owned();
+        }
+        if let Some(port) = env("SEREN_SCC_PORT").filter(|p| !p.trim().is_empty()) {
+            server.port = port.trim().parse().map_err(|_| ConfigError::Env {
+                name: "SEREN_SCC_PORT",
+                message: format!("expected a port number 0..=65535, got {port:?}"),
+            })?;
+        }
+        if let Some(token) = env("SEREN_SCC_BEARER_TOKEN") {
+            inline = Some(token);
+        }
+        if let Some(name) = env("SEREN_SCC_BEARER_TOKEN_ENV") {
+            token_env = Some(name);
+        }
+        for (name, target) in [
+            ("SEREN_SCC_ALLOW_OPEN_LAN", &mut server.allow_open_lan),
+            ("SEREN_SCC_TRUST_SYSTEM_STORE", &mut tls.trust_system_store),
+        ] {
+            if let Some(value) = env(name) {
+                *target = parse_flag(&value).ok_or_else(|| ConfigError::Env {
+                    name,
+                    message: format!("expected 1/true/yes/on or 0/false/no/off, got {value:?}"),
+                })?;
+            }
+        }
+
+        // Token precedence, as in the Python family: inline, then the named variable.
+        server.token = inline.and_then(Secret::new);
+        if server.token.is_none()
+            && let Some(name) = non_blank(&token_env)
+        {
+            server.token = env(name).and_then(Secret::new);
+            if server.token.is_none() {
+                warnings.push(format!(
+                    "server.bearer_token_env names {name}, which is not set: no inbound auth"
+                ));
+            }
+        }
+
+        Ok(Config {
+            path: path.to_owned(),
+            exists: false,
+            overlay_path: overlay_path(path, env),
+            server,
+            tls,
+            federation,
+            warnings,
+        })
+    }
+
+    /// An empty configuration (no file, no environment): what tests and `demo` start from.
+    pub fn empty(path: &Path) -> Self {
+        // Parsing an empty document with an empty environment cannot fail: every default is valid.
+        Self::parse(path, "", &|_| None).expect("the defaults are a valid configuration")
+    }
+}
+
+/// Reads a `server.host` as loopback when it is `localhost`, `::1` or any `127.*` address.
+pub fn is_loopback(host: &str) -> bool {
+    let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// How exposed a bind is, and whether the service may start on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposure {
+    /// Loopback: this machine only.
+    Loopback,
+    /// Open to the network, behind a token.
+    Guarded,
+    /// Open to the network with no token, because the operator said so.
+    OpenByChoice,
+    /// Open to the network with no token, and nobody said so: refuse to start.
+    Refused,
+}
+
+impl Server {
+    /// Decides how exposed this bind is (§6 of the contract).
+    pub fn exposure(&self) -> Exposure {
+        if is_loopback(&self.host) {
+            Exposure::Loopback
+        } else if self.token.is_some() {
+            Exposure::Guarded
+        } else if self.allow_open_lan {
+            Exposure::OpenByChoice
+        } else {
+            Exposure::Refused
+        }
+    }
+}
+
+/// What `POST /stores` and `add_store` take, before it becomes a [`StoreEntry`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NewStore {
+    /// The store's name: 1-64 of `A-Z a-z 0-9 . _ -`; it labels every hit the store returns.
+    pub name: String,
+    /// The store protocol: one of the known types (`list_stores` shows them).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The store's base url, `http://` or `https://`.
+    pub url: String,
+    /// Cross-store trust: every score of this store is multiplied by it. Default 1.0.
+    #[serde(default)]
+    pub weight: Option<f64>,
+    /// Relevance floor applied before ranking, 0..=1. Default 0 (trust the store's order).
+    #[serde(default)]
+    pub floor: Option<f64>,
+    /// Outbound bearer token the callosum sends to this store.
+    #[serde(default)]
+    pub token: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(
+            Path::new("/etc/scc/seren-corpus-callosum.yaml"),
+            text,
+            &|_| None,
+        )
+    }
+
+    fn parse_env(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::parse(
+            Path::new("/etc/scc/seren-corpus-callosum.yaml"),
+            text,
+            &move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+        )
+    }
+
+    fn error(text: &str) -> String {
+        parse(text)
+            .expect_err("the config should be refused")
+            .to_string()
+    }
+
+    #[test]
+    fn empty_file_gives_the_documented_defaults() {
+        let config = parse("").unwrap();
+        assert_eq!(config.server.host, "127.0.0.1");
+        assert_eq!(config.server.port, 7423);
+        assert!(config.server.token.is_none());
+        assert!(!config.server.allow_open_lan);
+        assert_eq!(config.federation.k, 60);
+        assert_eq!(config.federation.n_results, 10);
+        assert_eq!(config.federation.fetch_multiplier, 2);
+        assert_eq!(config.federation.per_store_timeout, Duration::from_secs(5));
+        assert!(config.federation.stores.is_empty());
+        assert_eq!(
+            config.overlay_path,
+            Path::new("/etc/scc/runtime-stores.json")
+        );
+        // A document that is only `null` or a comment is empty too.
+        assert!(
+            parse("# nothing yet\n")
+                .unwrap()
+                .federation
+                .stores
+                .is_empty()
+        );
+        assert!(parse("~\n").unwrap().federation.stores.is_empty());
+    }
+
+    #[test]
+    fn the_seed_example_parses() {
+        let config = parse(
+            "federation:\n  stores:\n    - name: facts\n      type: seren_loci\n      url: http://localhost:7422\n    - name: episodic\n      type: seren_memory\n      url: http://localhost:7420/\n    - name: project-xyz          # a dedicated memory\n      type: seren_memory\n      url: http://localhost:7430\n",
+        )
+        .unwrap();
+        let names: Vec<_> = config
+            .federation
+            .stores
+            .iter()
+            .map(|s| s.as_ref().unwrap().name.clone())
+            .collect();
+        assert_eq!(names, ["facts", "episodic", "project-xyz"]);
+        let episodic = config.federation.stores[1].as_ref().unwrap();
+        assert_eq!(episodic.url, "http://localhost:7420");
+        assert_eq!(episodic.weight, 1.0);
+        assert_eq!(episodic.floor, 0.0);
+        assert!(episodic.enabled);
+    }
+
+    #[test]
+    fn a_python_5_3_file_starts_with_warnings() {
+        let config = parse(
+            "server:\n  host: 127.0.0.1\n  port: 7423\n  bearer_token: \"\"\n  bearer_token_env: \"\"\n  bearer_token_keyring: \"\"\n  allow_open_lan: false\ntls:\n  trust_system_store: false\nupdates:\n  enabled: true\n  check_interval_hours: 6\nfederation:\n  k: 60\n  n_results: 10\n  fetch_multiplier: 2\n  per_store_timeout_s: 5.0\n  fusion_mode: rrf\n  authority_margin: 0.035\n  min_per_store: 1\n  edges_enabled: true\n  edge_budget: 3\n  satellite_edges_enabled: true\n  satellite_budget: 3\n  hops: 1\n  budget_tokens: null\n  stores:\n    - name: facts\n      type: seren_loci\n      url: http://localhost:7422\n      weight: 1.0\n      floor: 0.0\n      bearer_token_env: LOCI_TOKEN\n",
+        )
+        .unwrap();
+        let joined = config.warnings.join("\n");
+        for key in [
+            "updates",
+            "federation.fusion_mode",
+            "federation.hops",
+            "server.bearer_token_keyring",
+        ] {
+            assert!(
+                joined.contains(&format!("'{key}'")),
+                "no warning for {key}: {joined}"
+            );
+        }
+        let facts = config.federation.stores[0].as_ref().unwrap();
+        assert_eq!(facts.token_env.as_deref(), Some("LOCI_TOKEN"));
+        assert!(
+            facts.options.is_empty(),
+            "the alias must not land in options"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_named_and_store_extras_go_to_options() {
+        let config = parse(
+            "sever:\n  port: 1\nfederation:\n  kk: 3\n  stores:\n    - name: facts\n      type: seren_loci\n      url: http://x\n      project: jetson\n      wieght: 2\n",
+        )
+        .unwrap();
+        let joined = config.warnings.join("\n");
+        assert!(joined.contains("unknown key 'sever'"), "{joined}");
+        assert!(joined.contains("unknown key 'federation.kk'"), "{joined}");
+        assert!(
+            joined.contains("'wieght' is not a setting of seren_loci stores"),
+            "{joined}"
+        );
+        assert!(
+            !joined.contains("'project'"),
+            "project is a Loci option: {joined}"
+        );
+        let facts = config.federation.stores[0].as_ref().unwrap();
+        assert_eq!(facts.options["project"], "jetson");
+    }
+
+    #[test]
+    fn a_wrong_type_names_file_key_and_line() {
+        let message = error("federation:\n  k: sixty\n");
+        assert!(
+            message.contains("/etc/scc/seren-corpus-callosum.yaml"),
+            "{message}"
+        );
+        assert!(message.contains("federation.k"), "{message}");
+        assert!(message.contains("line 2"), "{message}");
+
+        let message = error(
+            "federation:\n  stores:\n    - name: facts\n      type: seren_loci\n      url: http://x\n      weight: heavy\n",
+        );
+        assert!(message.contains("federation.stores[0].weight"), "{message}");
+        assert!(message.contains("line 6"), "{message}");
+
+        let message = error("server:\n  port: 99999\n");
+        assert!(
+            message.contains("server.port") && message.contains("line 2"),
+            "{message}"
+        );
+
+        let message = error("federation: [1, 2]\n");
+        assert!(message.contains("federation"), "{message}");
+
+        let message = error("server:\n  port: [7423\n");
+        assert!(message.contains("line"), "{message}");
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_store_and_field() {
+        let store = |extra: &str| {
+            error(&format!(
+                "federation:\n  stores:\n    - name: facts\n      type: seren_loci\n      url: http://x\n      {extra}\n"
+            ))
+        };
+        for (extra, needle) in [
+            ("weight: 0", "store 'facts': weight"),
+            ("weight: -1", "store 'facts': weight"),
+            ("weight: .nan", "store 'facts': weight"),
+            ("weight: .inf", "store 'facts': weight"),
+            ("floor: 1.5", "store 'facts': floor"),
+            ("floor: -0.1", "store 'facts': floor"),
+            ("timeout_s: 0", "store 'facts': timeout_s"),
+        ] {
+            let message = store(extra);
+            assert!(message.contains(needle), "{extra}: {message}");
+        }
+        assert!(error("federation:\n  k: 0\n").contains("federation.k"));
+        assert!(error("federation:\n  k: 1.5\n").contains("federation.k"));
+        assert!(error("federation:\n  n_results: 0\n").contains("federation.n_results"));
+        assert!(error("federation:\n  per_store_timeout_s: -2\n").contains("per_store_timeout_s"));
+        let message = error(
+            "federation:\n  stores:\n    - name: f\n      type: seren_loci\n      url: ftp://x\n",
+        );
+        assert!(message.contains("store 'f': url"), "{message}");
+    }
+
+    #[test]
+    fn entries_missing_a_required_field_are_kept_as_invalid() {
+        let config = parse(
+            "federation:\n  stores:\n    - name: a\n      type: seren_loci\n    - type: seren_loci\n      url: http://x\n    - name: '  '\n      url: http://x\n      type: t\n",
+        )
+        .unwrap();
+        let invalid: Vec<_> = config
+            .federation
+            .stores
+            .iter()
+            .map(|s| s.as_ref().unwrap_err().clone())
+            .collect();
+        assert_eq!(invalid[0].name, "a");
+        assert_eq!(invalid[0].reason, "invalid entry: missing url");
+        assert_eq!(invalid[1].name, "federation.stores[1]");
+        assert_eq!(invalid[1].reason, "invalid entry: missing name");
+        assert_eq!(invalid[2].name, "federation.stores[2]");
+    }
+
+    #[test]
+    fn yaml_1_2_keeps_off_as_a_name_and_numbers_become_names() {
+        let config = parse(
+            "federation:\n  stores:\n    - name: off\n      type: seren_loci\n      url: http://x\n    - name: 7\n      type: seren_loci\n      url: http://y\n",
+        )
+        .unwrap();
+        assert_eq!(config.federation.stores[0].as_ref().unwrap().name, "off");
+        assert_eq!(config.federation.stores[1].as_ref().unwrap().name, "7");
+    }
+
+    #[test]
+    fn environment_overrides_win_and_bad_values_are_named() {
+        let config = parse_env(
+            "server:\n  port: 1000\n  bearer_token_env: MY_TOKEN\n",
+            &[
+                ("SEREN_SCC_PORT", "9999"),
+                ("SEREN_SCC_HOST", "0.0.0.0"),
+                ("SEREN_SCC_ALLOW_OPEN_LAN", "yes"),
+                ("MY_TOKEN", "s3cret"),
+                ("SEREN_SCC_RUNTIME_STORES", "/tmp/o.json"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.server.port, 9999);
+        assert_eq!(config.server.host, "0.0.0.0");
+        assert!(config.server.allow_open_lan);
+        assert_eq!(config.server.token.as_ref().unwrap().expose(), "s3cret");
+        assert_eq!(config.overlay_path, Path::new("/tmp/o.json"));
+
+        let inline = parse_env(
+            "server:\n  bearer_token: file\n",
+            &[("SEREN_SCC_BEARER_TOKEN", "env")],
+        )
+        .unwrap();
+        assert_eq!(inline.server.token.unwrap().expose(), "env");
+
+        let err = parse_env("", &[("SEREN_SCC_PORT", "http")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("SEREN_SCC_PORT") && err.contains("\"http\""),
+            "{err}"
+        );
+        let err = parse_env("", &[("SEREN_SCC_ALLOW_OPEN_LAN", "maybe")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("SEREN_SCC_ALLOW_OPEN_LAN"), "{err}");
+
+        let unset = parse("server:\n  bearer_token_env: NOPE_NOT_SET\n").unwrap();
+        assert!(unset.server.token.is_none());
+        assert!(unset.warnings.iter().any(|w| w.contains("NOPE_NOT_SET")));
+    }
+
+    #[test]
+    fn truthy_words_are_accepted_for_flags() {
+        assert!(
+            parse("server:\n  allow_open_lan: \"on\"\n")
+                .unwrap()
+                .server
+                .allow_open_lan
+        );
+        assert!(
+            parse("tls:\n  trust_system_store: 1\n")
+                .unwrap()
+                .tls
+                .trust_system_store
+        );
+        let message = error("server:\n  allow_open_lan: perhaps\n");
+        assert!(
+            message.contains("server.allow_open_lan") && message.contains("line 2"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let config = parse("server:\n  bearer_token: hunter2\n").unwrap();
+        assert!(!format!("{config:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        for host in [
+            "127.0.0.1",
+            "127.9.9.9",
+            "localhost",
+            "LOCALHOST",
+            "::1",
+            "[::1]",
+        ] {
+            assert!(is_loopback(host), "{host}");
+        }
+        for host in ["0.0.0.0", "192.168.1.4", "::", "example.com"] {
+            assert!(!is_loopback(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn path_resolution_order() {
+        let none = |_: &str| None;
+        let explicit = resolve_path(Some(Path::new("/x/c.yaml")), &|_| Some("/y/d.yaml".into()));
+        assert_eq!(explicit, Path::new("/x/c.yaml"));
+        let from_env = resolve_path(None, &|n| {
+            (n == "SEREN_SCC_CONFIG").then(|| "/y/d.yaml".into())
+        });
+        assert_eq!(from_env, Path::new("/y/d.yaml"));
+        let fallback = resolve_path(None, &none);
+        assert!(fallback.ends_with(FILE_NAME));
+        assert_eq!(
+            overlay_path(Path::new("c.yaml"), &none),
+            Path::new("runtime-stores.json")
+        );
+    }
+}

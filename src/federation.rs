@@ -1,0 +1,196 @@
+//! The federation: the one core both edges (REST and MCP) call. It fans a query out to every bound
+//! store at once, each call under its own deadline, collects what failed, fuses what answered, and
+//! answers. It also carries the roster's add and remove, so both edges change the same live set.
+//!
+//! A store's failure is data here, never an error: the only `Err` a search returns is a refusal of
+//! the request itself (an empty query, an `n_results` out of range).
+
+use crate::api::{
+    self, Added, Info, NameReason, Refusal, RefusalKind, Removed, SearchAnswer, Stores,
+};
+use crate::config::{Config, NewStore};
+use crate::fusion::{self, RankedList};
+use crate::roster::Roster;
+use crate::store::{self, Failure, remote::MAX_DEPTH};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest query accepted, in bytes.
+pub const MAX_QUERY_BYTES: usize = 8 * 1024;
+/// The largest `n_results` a caller may ask for.
+pub const MAX_N_RESULTS: i64 = 200;
+
+/// Why the federation could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("could not build the HTTP client for stores: {0}")]
+pub struct BuildError(#[from] reqwest::Error);
+
+/// The shared core.
+pub struct Federation {
+    roster: Roster,
+    client: reqwest::Client,
+}
+
+impl Federation {
+    /// Binds the configured stores and builds the one HTTP client every store call shares (its
+    /// connection pool keeps connections to each store alive between searches).
+    pub fn new(config: Config) -> Result<Self, BuildError> {
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("seren-corpus-callosum/", env!("CARGO_PKG_VERSION")))
+            .tls_built_in_webpki_certs(true)
+            .tls_built_in_native_certs(config.tls.trust_system_store)
+            // A redirect would send the query (and perhaps a token) somewhere not configured.
+            .redirect(reqwest::redirect::Policy::none())
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build()?;
+        Ok(Self {
+            roster: Roster::new(Arc::new(config)),
+            client,
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        self.roster.config()
+    }
+
+    /// The live roster.
+    pub fn roster(&self) -> &Roster {
+        &self.roster
+    }
+
+    /// Fans `query` out, fuses, answers. `depth` is how many callosums stand before this one in a
+    /// chain (0 for a direct caller).
+    pub async fn search(
+        &self,
+        query: &str,
+        n_results: Option<i64>,
+        depth: u32,
+    ) -> Result<SearchAnswer, Refusal> {
+        if query.len() > MAX_QUERY_BYTES {
+            return Err(Refusal::new(
+                RefusalKind::TooLarge,
+                format!(
+                    "query is {} bytes; the limit is {MAX_QUERY_BYTES}",
+                    query.len()
+                ),
+            ));
+        }
+        if query.trim().is_empty() {
+            return Err(Refusal::unprocessable("query must not be empty"));
+        }
+        let federation = &self.config().federation;
+        let n = match n_results {
+            None => federation.n_results,
+            Some(n) if (1..=MAX_N_RESULTS).contains(&n) => n as usize,
+            Some(n) => {
+                return Err(Refusal::unprocessable(format!(
+                    "n_results must be within 1..={MAX_N_RESULTS}, got {n}"
+                )));
+            }
+        };
+        let ask = n.saturating_mul(federation.fetch_multiplier).max(n);
+        let fan = self.roster.fan();
+
+        let calls = fan.bound.iter().map(|bound| async move {
+            if bound.kind == store::callosum::TYPE.name && depth >= MAX_DEPTH {
+                return Err(Failure::NotAsked(format!(
+                    "not asked: {MAX_DEPTH} callosums already stand in this chain (a loop?)"
+                )));
+            }
+            bound.remote.search(&self.client, query, ask, depth).await
+        });
+        let results = futures_util::future::join_all(calls).await;
+
+        let mut answered = Vec::new();
+        let mut lists = Vec::new();
+        let mut failed = Vec::new();
+        for (bound, result) in fan.bound.iter().zip(results) {
+            match result {
+                Ok(hits) => {
+                    answered.push(bound);
+                    lists.push(RankedList {
+                        weight: bound.weight,
+                        floor: bound.floor,
+                        hits,
+                    });
+                }
+                Err(failure) => {
+                    tracing::warn!(store = %bound.name, reason = %failure, "store gave nothing");
+                    failed.push(NameReason {
+                        name: bound.name.clone(),
+                        reason: failure.to_string(),
+                    });
+                }
+            }
+        }
+        let hits = fusion::fuse(lists, federation.k, n)
+            .into_iter()
+            .map(|fused| api::Hit {
+                store: answered[fused.list].name.clone(),
+                id: fused.hit.id,
+                content: fused.hit.content,
+                score: fused.score,
+                store_rank: u32::try_from(fused.rank).unwrap_or(u32::MAX),
+                base_relevance: fused.hit.base_relevance,
+                native_score: fused.hit.native_score,
+                raw_distance: fused.hit.raw_distance,
+                metadata: fused.hit.metadata,
+            })
+            .collect();
+        Ok(SearchAnswer {
+            query: query.to_owned(),
+            hits,
+            stores_searched: answered.iter().map(|b| b.name.clone()).collect(),
+            failed,
+            skipped: fan.skipped.clone(),
+        })
+    }
+
+    /// The roster as `GET /stores` shows it.
+    pub fn stores(&self) -> Stores {
+        let fan = self.roster.fan();
+        let federation = &self.config().federation;
+        Stores {
+            stores: fan.rows.clone(),
+            active: fan.bound.len(),
+            k: federation.k,
+            n_results: federation.n_results,
+            types: store::type_names().into_iter().map(str::to_owned).collect(),
+            overlay_error: fan.overlay_error.clone(),
+        }
+    }
+
+    /// Adds a managed store; it is fanned from the very next search.
+    pub async fn add_store(&self, new: NewStore) -> Result<Added, Refusal> {
+        let name = new.name.trim().to_owned();
+        let active = self.roster.add(new).await?;
+        Ok(Added {
+            ok: true,
+            added: name,
+            active,
+        })
+    }
+
+    /// Removes a managed store; it is not fanned from the very next search.
+    pub async fn remove_store(&self, name: &str) -> Result<Removed, Refusal> {
+        let active = self.roster.remove(name).await?;
+        Ok(Removed {
+            ok: true,
+            removed: name.to_owned(),
+            active,
+        })
+    }
+
+    /// What `GET /` shows.
+    pub fn info(&self) -> Info {
+        let fan = self.roster.fan();
+        Info {
+            service: "SerenCorpusCallosum".into(),
+            version: crate::VERSION.into(),
+            stores: fan.bound.iter().map(|b| b.name.clone()).collect(),
+            skipped: fan.skipped.clone(),
+        }
+    }
+}

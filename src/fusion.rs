@@ -1,0 +1,289 @@
+//! Weighted Reciprocal Rank Fusion: ranked lists in, one fused list out.
+//!
+//! This module is pure: no IO, no async, no `Result`. It reads each store's rank order and the
+//! store's weight, never a magnitude, so stores whose embedders differ still merge correctly. The one
+//! place a magnitude is read is the per-store relevance floor, which runs *before* ranking and only
+//! when a store asks for it (`floor > 0`).
+
+use serde_json::{Map, Value};
+use std::cmp::Ordering;
+
+/// One hit as a store adapter hands it over: the store's own words, before fusion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// The store's id for the hit (a store's ids are its own; no dedup across stores).
+    pub id: String,
+    /// The text a model will read.
+    pub content: String,
+    /// The adapter's 0..1-ish relevance, used by the floor and nothing else.
+    pub base_relevance: f64,
+    /// The store's raw distance, where it reports one.
+    pub raw_distance: Option<f64>,
+    /// The store's own score, where it reports one.
+    pub native_score: Option<f64>,
+    /// Whatever else the adapter keeps as provenance.
+    pub metadata: Map<String, Value>,
+}
+
+/// One store's answer, ready to fuse. Lists are passed in roster order; that order breaks ties.
+#[derive(Debug, Clone)]
+pub struct RankedList {
+    /// The cross-store trust lever: every score of this store is multiplied by it.
+    pub weight: f64,
+    /// Hits with `base_relevance` below this are dropped before ranking (0 keeps all).
+    pub floor: f64,
+    /// The store's hits, best first, exactly as the store ordered them.
+    pub hits: Vec<Hit>,
+}
+
+/// One hit of the fused answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fused {
+    /// Index of the hit's list in the input (its store's position in roster order).
+    pub list: usize,
+    /// 1-based rank within its store's list, counted after the floor.
+    pub rank: usize,
+    /// The fused score, `weight / (k + rank)`.
+    pub score: f64,
+    /// The hit itself, moved, not cloned.
+    pub hit: Hit,
+}
+
+/// Drops the hits below `floor`, keeping order. A floor of 0 (or below) keeps every hit.
+///
+/// A NaN relevance never passes a floor above 0: `NaN >= x` is false, which is what we want.
+pub fn apply_floor(hits: Vec<Hit>, floor: f64) -> Vec<Hit> {
+    if floor > 0.0 {
+        hits.into_iter()
+            .filter(|hit| hit.base_relevance >= floor)
+            .collect()
+    } else {
+        hits
+    }
+}
+
+/// Fuses the lists with weighted RRF and keeps the best `n`.
+///
+/// Order: score descending; ties go to the list earlier in the input, then to the lower rank. The
+/// key is total (no two hits share a list and a rank), so the result never depends on the sort's
+/// stability or on float quirks (scores compare with `total_cmp`).
+pub fn fuse(lists: Vec<RankedList>, k: u32, n: usize) -> Vec<Fused> {
+    let mut fused = Vec::with_capacity(lists.iter().map(|list| list.hits.len()).sum());
+    for (index, list) in lists.into_iter().enumerate() {
+        let weight = list.weight;
+        for (position, hit) in apply_floor(list.hits, list.floor).into_iter().enumerate() {
+            let rank = position + 1;
+            fused.push(Fused {
+                list: index,
+                rank,
+                score: rrf_score(weight, k, rank),
+                hit,
+            });
+        }
+    }
+    fused.sort_unstable_by(compare);
+    fused.truncate(n);
+    fused
+}
+
+/// The score of the hit at 1-based `rank` in a store of weight `weight`.
+pub fn rrf_score(weight: f64, k: u32, rank: usize) -> f64 {
+    weight / (f64::from(k) + rank as f64)
+}
+
+fn compare(a: &Fused, b: &Fused) -> Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then(a.list.cmp(&b.list))
+        .then(a.rank.cmp(&b.rank))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn hit(id: &str, relevance: f64) -> Hit {
+        Hit {
+            id: id.to_owned(),
+            content: format!("content of {id}"),
+            base_relevance: relevance,
+            raw_distance: Some(1.0 / relevance - 1.0),
+            native_score: Some(relevance),
+            metadata: Map::new(),
+        }
+    }
+
+    fn list(weight: f64, floor: f64, hits: &[(&str, f64)]) -> RankedList {
+        RankedList {
+            weight,
+            floor,
+            hits: hits.iter().map(|(id, rel)| hit(id, *rel)).collect(),
+        }
+    }
+
+    /// Fuses and renders the answer as `list:id@rank` so tables read like the expected order.
+    fn check(lists: Vec<RankedList>, n: usize, expected: &[&str]) {
+        let got: Vec<String> = fuse(lists, 60, n)
+            .iter()
+            .map(|f| format!("{}:{}@{}", f.list, f.hit.id, f.rank))
+            .collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn interleaves_by_rank_and_breaks_ties_by_roster_order() {
+        check(
+            vec![
+                list(1.0, 0.0, &[("a1", 0.9), ("a2", 0.8), ("a3", 0.7)]),
+                list(1.0, 0.0, &[("b1", 0.5), ("b2", 0.4)]),
+            ],
+            10,
+            &["0:a1@1", "1:b1@1", "0:a2@2", "1:b2@2", "0:a3@3"],
+        );
+        // The same lists in the other roster order: the tie goes the other way.
+        check(
+            vec![
+                list(1.0, 0.0, &[("b1", 0.5), ("b2", 0.4)]),
+                list(1.0, 0.0, &[("a1", 0.9), ("a2", 0.8), ("a3", 0.7)]),
+            ],
+            10,
+            &["0:b1@1", "1:a1@1", "0:b2@2", "1:a2@2", "1:a3@3"],
+        );
+    }
+
+    #[test]
+    fn weight_lets_one_store_outrank_another() {
+        // 2/(60+1) beats 1/(60+1) and even 2/(60+2) beats 1/(60+1).
+        check(
+            vec![
+                list(1.0, 0.0, &[("a1", 0.99), ("a2", 0.98)]),
+                list(2.0, 0.0, &[("b1", 0.1), ("b2", 0.05)]),
+            ],
+            10,
+            &["1:b1@1", "1:b2@2", "0:a1@1", "0:a2@2"],
+        );
+    }
+
+    #[test]
+    fn floor_drops_weak_hits_before_ranking() {
+        // b's first hit is under the floor, so b2 becomes b's rank 1 and ties with a1.
+        check(
+            vec![
+                list(1.0, 0.0, &[("a1", 0.2), ("a2", 0.1)]),
+                list(1.0, 0.3, &[("b1", 0.29), ("b2", 0.5), ("b3", 0.3)]),
+            ],
+            10,
+            &["0:a1@1", "1:b2@1", "0:a2@2", "1:b3@2"],
+        );
+    }
+
+    #[test]
+    fn floor_zero_keeps_everything_and_nan_never_passes_a_floor() {
+        let nan = list(1.0, 0.0, &[("x", f64::NAN), ("y", 0.5)]);
+        assert_eq!(apply_floor(nan.hits.clone(), 0.0).len(), 2);
+        let kept: Vec<String> = apply_floor(nan.hits, 0.1)
+            .into_iter()
+            .map(|h| h.id)
+            .collect();
+        assert_eq!(kept, ["y"]);
+    }
+
+    #[test]
+    fn cuts_to_n_and_handles_empty_input() {
+        check(
+            vec![list(1.0, 0.0, &[("a1", 0.9), ("a2", 0.8), ("a3", 0.7)])],
+            2,
+            &["0:a1@1", "0:a2@2"],
+        );
+        check(vec![], 10, &[]);
+        check(
+            vec![list(1.0, 0.0, &[]), list(1.0, 0.0, &[("b1", 0.5)])],
+            10,
+            &["1:b1@1"],
+        );
+        check(vec![list(1.0, 0.0, &[("a1", 0.9)])], 0, &[]);
+    }
+
+    #[test]
+    fn scores_are_weight_over_k_plus_rank() {
+        let fused = fuse(vec![list(1.5, 0.0, &[("a", 1.0), ("b", 1.0)])], 60, 10);
+        assert_eq!(fused[0].score, 1.5 / 61.0);
+        assert_eq!(fused[1].score, 1.5 / 62.0);
+        let fused = fuse(vec![list(1.0, 0.0, &[("a", 1.0)])], 1, 10);
+        assert_eq!(fused[0].score, 0.5);
+    }
+
+    /// The seed's promise: rescale one store's magnitudes by any positive factor and the fused
+    /// answer (order, ranks and scores) is byte-identical.
+    #[test]
+    fn test_embedder_change_does_not_perturb_order() {
+        let before = vec![
+            list(1.0, 0.0, &[("m1", 0.61), ("m2", 0.52), ("m3", 0.33)]),
+            list(1.3, 0.0, &[("l1", 0.99), ("l2", 0.41)]),
+        ];
+        let mut after = before.clone();
+        for hit in &mut after[1].hits {
+            hit.base_relevance *= 1000.0;
+            hit.native_score = hit.native_score.map(|s| s * 1000.0);
+            hit.raw_distance = hit.raw_distance.map(|d| d * 1000.0);
+        }
+        let render = |lists| {
+            format!(
+                "{:?}",
+                fuse(lists, 60, 10)
+                    .iter()
+                    .map(|f| (f.list, f.rank, f.score.to_bits(), f.hit.id.clone()))
+                    .collect::<Vec<_>>()
+            )
+        };
+        assert_eq!(render(before), render(after));
+    }
+
+    fn arb_lists() -> impl Strategy<Value = Vec<RankedList>> {
+        let hits = prop::collection::vec(0.0001f64..1.0, 0..12);
+        let one = (0.1f64..5.0, hits).prop_map(|(weight, rels)| RankedList {
+            weight,
+            floor: 0.0,
+            hits: rels
+                .iter()
+                .enumerate()
+                .map(|(i, rel)| hit(&format!("h{i}"), *rel))
+                .collect(),
+        });
+        prop::collection::vec(one, 0..6)
+    }
+
+    proptest! {
+        #[test]
+        fn rescaling_any_store_never_changes_the_answer(
+            lists in arb_lists(),
+            which in 0usize..6,
+            factor in 0.001f64..1000.0,
+            n in 0usize..80,
+        ) {
+            let mut scaled = lists.clone();
+            if let Some(list) = scaled.get_mut(which) {
+                for hit in &mut list.hits {
+                    hit.base_relevance *= factor;
+                    hit.native_score = hit.native_score.map(|s| s * factor);
+                    hit.raw_distance = hit.raw_distance.map(|d| d * factor);
+                }
+            }
+            let key = |f: &Fused| (f.list, f.rank, f.score.to_bits(), f.hit.id.clone());
+            let a: Vec<_> = fuse(lists, 60, n).iter().map(key).collect();
+            let b: Vec<_> = fuse(scaled, 60, n).iter().map(key).collect();
+            prop_assert_eq!(a, b);
+        }
+
+        #[test]
+        fn output_is_sorted_and_ranks_are_dense(lists in arb_lists(), n in 0usize..80) {
+            let total: usize = lists.iter().map(|l| l.hits.len()).sum();
+            let fused = fuse(lists, 60, n);
+            prop_assert_eq!(fused.len(), total.min(n));
+            for pair in fused.windows(2) {
+                prop_assert!(compare(&pair[0], &pair[1]) == Ordering::Less);
+            }
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! The REST edge: routes, bearer auth, request ids and body caps, over the shared [`Federation`].
+//!
+//! Handlers are thin: they decode the request, call the core, and encode the answer. They never
+//! call a store. Error bodies are `{"detail": "..."}` throughout and never carry a secret.
+
+use crate::api::{Refusal, decode_json};
+use crate::config::{NewStore, Secret};
+use crate::federation::Federation;
+use crate::store::remote::DEPTH_HEADER;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// The largest request body accepted, in bytes.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// The request id header, echoed when the caller sends one, minted otherwise.
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// The viewer, "The Bridge": one self-contained page, compiled into the binary.
+const VIEWER: &str = include_str!("../viewer/index.html");
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub federation: Arc<Federation>,
+    /// The inbound bearer token; `None` means no auth.
+    pub token: Option<Secret>,
+}
+
+impl AppState {
+    /// The state for a federation, with the token its configuration names.
+    pub fn new(federation: Arc<Federation>) -> Self {
+        let token = federation.config().server.token.clone();
+        Self { federation, token }
+    }
+}
+
+/// An error answer: a status and a `detail` safe to show.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub detail: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        let status =
+            StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        Self::new(status, refusal.detail)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({"detail": self.detail}))).into_response()
+    }
+}
+
+/// The whole REST surface. Tests drive it in-process or on a loopback listener.
+pub fn router(state: AppState) -> Router {
+    let token = state.token.clone();
+    Router::new()
+        .route("/", get(root))
+        .route("/health", get(health))
+        .route("/search", post(search))
+        .route("/stores", get(list_stores).post(add_store))
+        .route("/stores/{name}", delete(remove_store))
+        .route("/viewer", get(viewer))
+        .route("/viewer/", get(viewer))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(token, require_token))
+        .layer(middleware::from_fn(request_id))
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then lets open requests finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn root(State(state): State<AppState>) -> Response {
+    Json(state.federation.info()).into_response()
+}
+
+async fn health() -> Response {
+    let ts = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    Json(json!({"ok": true, "ts": ts})).into_response()
+}
+
+#[derive(Deserialize)]
+struct SearchBody {
+    query: String,
+    #[serde(default)]
+    n_results: Option<i64>,
+}
+
+async fn search(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: SearchBody = decode_body(body)?;
+    let depth = headers
+        .get(DEPTH_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    let answer = state
+        .federation
+        .search(&request.query, request.n_results, depth)
+        .await?;
+    Ok(Json(answer).into_response())
+}
+
+async fn list_stores(State(state): State<AppState>) -> Response {
+    Json(state.federation.stores()).into_response()
+}
+
+async fn add_store(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let new: NewStore = decode_body(body)?;
+    Ok(Json(state.federation.add_store(new).await?).into_response())
+}
+
+async fn remove_store(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.federation.remove_store(&name).await?).into_response())
+}
+
+async fn viewer() -> Response {
+    ([(header::CACHE_CONTROL, "no-cache")], Html(VIEWER)).into_response()
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not found")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+}
+
+/// Reads a JSON body, with errors that name the field.
+fn decode_body<T: for<'de> Deserialize<'de>>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
+    let bytes = body.map_err(|rejection| {
+        let status = rejection.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                status,
+                format!("request body over the {MAX_BODY_BYTES}-byte limit"),
+            )
+        } else {
+            ApiError::new(status, rejection.body_text())
+        }
+    })?;
+    // serde reads a struct from a JSON array too (by position); a request body must be an object.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        let why = if bytes.iter().all(u8::is_ascii_whitespace) {
+            "the body is empty; expected a JSON object"
+        } else {
+            "expected a JSON object"
+        };
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("invalid body: {why}"),
+        ));
+    }
+    decode_json(&bytes).map_err(|why| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("invalid body: {why}"),
+        )
+    })
+}
+
+/// Paths anyone may read, token or not: the service card, health, and the viewer page itself
+/// (which then asks for the token before it calls anything gated).
+fn is_public(method: &Method, path: &str) -> bool {
+    (method == Method::GET || method == Method::HEAD)
+        && (path == "/"
+            || path == "/health"
+            || path.starts_with("/health/")
+            || path == "/viewer"
+            || path.starts_with("/viewer/"))
+}
+
+async fn require_token(
+    State(token): State<Option<Secret>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = token else {
+        return next.run(request).await;
+    };
+    if is_public(request.method(), request.uri().path())
+        || bearer_matches(request.headers(), &token)
+    {
+        return next.run(request).await;
+    }
+    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized").into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// Whether the request carries `Authorization: Bearer <token>` (scheme in any case).
+pub fn bearer_matches(headers: &HeaderMap, token: &Secret) -> bool {
+    let Some(value) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let Some((scheme, given)) = value.trim().split_once(' ') else {
+        return false;
+    };
+    scheme.eq_ignore_ascii_case("bearer")
+        && constant_time_eq(given.trim().as_bytes(), token.expose().as_bytes())
+}
+
+/// Compares without an early exit, so the time taken does not tell how much of a guess was right.
+/// (The length is not hidden; a token's length is not the secret.)
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(difference) == 0
+}
+
+/// Echoes the caller's `X-Request-Id` (when it is a sane one) or mints one, on every response,
+/// and logs the request at debug level.
+async fn request_id(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = request
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| (1..=128).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(mint_request_id, str::to_owned);
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let mut response = next.run(request).await;
+    tracing::debug!(
+        %method,
+        %path,
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_secs_f64() * 1000.0,
+        rid = %id,
+        "request"
+    );
+    // A minted id is hex and an echoed one was checked to be visible ASCII, so this cannot fail.
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    response
+}
+
+fn mint_request_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // RandomState is seeded randomly per process; hashing a counter gives unique, unguessable ids
+    // without another dependency.
+    let mut hasher = std::hash::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("{:016x}", hasher.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_paths() {
+        for path in ["/", "/health", "/health/stores", "/viewer", "/viewer/x.js"] {
+            assert!(is_public(&Method::GET, path), "{path}");
+        }
+        for path in [
+            "/search",
+            "/stores",
+            "/mcp",
+            "/healthz",
+            "/viewerx",
+            "/stores/x",
+        ] {
+            assert!(!is_public(&Method::GET, path), "{path}");
+        }
+        assert!(!is_public(&Method::POST, "/"));
+        assert!(!is_public(&Method::DELETE, "/health"));
+    }
+
+    #[test]
+    fn bearer_check() {
+        let token = Secret::new("s3cret").unwrap();
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+            bearer_matches(&headers, &token)
+        };
+        assert!(with("Bearer s3cret"));
+        assert!(with("bearer s3cret"));
+        assert!(with("BEARER  s3cret "));
+        assert!(!with("Bearer s3cre"));
+        assert!(!with("Bearer s3cret2"));
+        assert!(!with("Basic s3cret"));
+        assert!(!with("s3cret"));
+        assert!(!bearer_matches(&HeaderMap::new(), &token));
+    }
+
+    #[test]
+    fn constant_time_compare() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn minted_ids_differ() {
+        assert_ne!(mint_request_id(), mint_request_id());
+        assert_eq!(mint_request_id().len(), 16);
+    }
+}

@@ -1,0 +1,31 @@
+//! seren-corpus-callosum: a read-only fan that federates N memory stores into one ranked recall
+//! list.
+//!
+//! One query goes out in parallel to every bound store; each store's ranked answer is floored and
+//! merged with weighted Reciprocal Rank Fusion; one ordered list comes back with full provenance.
+//! The crate owns no data: it reads ranks, never magnitudes, and a slow or dead store degrades the
+//! answer without failing it.
+//!
+//! The modules, in reading order (ARCHITECTURE.md has the map and the invariants):
+//! - [`config`]: the YAML file plus `SEREN_SCC_*` overrides, parsed into a validated [`config::Config`].
+//! - [`overlay`]: the machine-managed `runtime-stores.json` beside it.
+//! - [`store`]: one [`store::Protocol`] per store type and the shared HTTP call to a store.
+//! - [`fusion`]: pure weighted RRF over ranked lists.
+//! - [`roster`]: the live set of stores (config + overlay) and each one's bind status.
+//! - [`api`]: the wire types both edges speak.
+//! - [`federation`]: the one core both edges call: fan out, collect failures, fuse, answer.
+//! - [`http`]: the REST routes, auth, and request ids.
+//! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
+
+pub mod api;
+pub mod config;
+pub mod demo;
+pub mod federation;
+pub mod fusion;
+pub mod http;
+pub mod overlay;
+pub mod roster;
+pub mod store;
+
+/// The crate's version, as Cargo knows it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

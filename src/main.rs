@@ -1,0 +1,433 @@
+//! The `seren-corpus-callosum` command: parse the command line, set up logging on stderr, load the
+//! configuration, and run one of `serve` (the default), `search`, `check` or `demo` until done or
+//! signalled. `anyhow` lives here and nowhere else; the library's errors are typed.
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use seren_corpus_callosum::config::{Config, Exposure};
+use seren_corpus_callosum::federation::Federation;
+use seren_corpus_callosum::http::{self, AppState};
+use seren_corpus_callosum::{api, demo};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// EX_CONFIG from sysexits.h: the configuration does not allow the service to start.
+const EXIT_CONFIG: u8 = 78;
+
+#[derive(Parser)]
+#[command(
+    name = "seren-corpus-callosum",
+    version,
+    about = "Federates N memory stores into one rank-fused recall list, over MCP and HTTP.",
+    long_about = "Federates N memory stores into one rank-fused recall list.\n\n\
+        One query fans out to every configured store at once; each store's ranked answer is floored \
+        and merged with weighted Reciprocal Rank Fusion (weight / (60 + rank)); one ordered list \
+        comes back with full provenance. With no subcommand it serves (like `serve`).",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the HTTP API, the viewer and MCP at /mcp (the default).
+    Serve(ServeArgs),
+    /// Run one search through the configured stores and print the fused hits.
+    Search(SearchArgs),
+    /// Validate the configuration and probe every store, one line each.
+    Check(ConfigArg),
+    /// Start two sample stores in-process and serve the callosum in front of them.
+    Demo(ServeArgs),
+}
+
+#[derive(Args, Clone)]
+struct ConfigArg {
+    /// The config file (default: $SEREN_SCC_CONFIG, ./seren-corpus-callosum.yaml, then the
+    /// platform config dir).
+    #[arg(short, long, value_name = "PATH")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Args, Clone)]
+struct ServeArgs {
+    #[command(flatten)]
+    config: ConfigArg,
+    /// The address to bind (overrides server.host and SEREN_SCC_HOST).
+    #[arg(long, value_name = "HOST")]
+    host: Option<String>,
+    /// The port to bind (overrides server.port and SEREN_SCC_PORT).
+    #[arg(long, value_name = "PORT")]
+    port: Option<u16>,
+}
+
+#[derive(Args)]
+struct SearchArgs {
+    #[command(flatten)]
+    config: ConfigArg,
+    /// What to search for.
+    query: String,
+    /// How many fused hits to print (default: federation.n_results).
+    #[arg(short = 'n', long = "n-results", value_name = "N")]
+    n_results: Option<i64>,
+    /// Print the answer as JSON, exactly as POST /search gives it.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let quiet = matches!(cli.command, Some(Command::Search(_) | Command::Check(_)));
+    init_logging(if quiet { "error" } else { "info" });
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("seren-corpus-callosum: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            None => serve(cli.serve).await,
+            Some(Command::Serve(args)) => serve(args).await,
+            Some(Command::Search(args)) => search(args).await,
+            Some(Command::Check(args)) => check(args).await,
+            Some(Command::Demo(args)) => run_demo(args).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("seren-corpus-callosum: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr only (stdout belongs to MCP in stdio mode and to `search` output).
+/// `SEREN_SCC_LOG` takes a tracing filter such as `debug` or `info,seren_corpus_callosum=debug`.
+fn init_logging(default: &str) {
+    use std::io::IsTerminal;
+    let filter = std::env::var("SEREN_SCC_LOG")
+        .ok()
+        .and_then(|f| f.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| {
+            default
+                .parse()
+                .unwrap_or_else(|_| tracing_subscriber::filter::Targets::new())
+        });
+    use tracing_subscriber::prelude::*;
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_target(false),
+        )
+        .with(filter)
+        .init();
+}
+
+/// Loads the configuration or explains, and exits 78, why not.
+fn load_config(arg: &ConfigArg) -> Result<Config, ExitCode> {
+    match Config::load(arg.config.as_deref()) {
+        Ok(config) => {
+            for warning in &config.warnings {
+                tracing::warn!("{warning}");
+            }
+            Ok(config)
+        }
+        Err(error) => {
+            eprintln!("seren-corpus-callosum: {error}");
+            Err(ExitCode::from(EXIT_CONFIG))
+        }
+    }
+}
+
+fn apply_bind_overrides(config: &mut Config, args: &ServeArgs) {
+    if let Some(host) = &args.host {
+        config.server.host = host.clone();
+    }
+    if let Some(port) = args.port {
+        config.server.port = port;
+    }
+}
+
+/// Refuses an open bind with no token (exit 78) and says plainly how exposed any other bind is.
+fn check_exposure(config: &Config) -> Result<(), ExitCode> {
+    let server = &config.server;
+    let at = format!("{}:{}", server.host, server.port);
+    match server.exposure() {
+        Exposure::Loopback => {
+            tracing::info!("binding {at} (this machine only)");
+        }
+        Exposure::Guarded => {
+            tracing::info!("binding {at}, open to the network, bearer token required");
+        }
+        Exposure::OpenByChoice => {
+            tracing::warn!(
+                "*** OPEN ON THE NETWORK *** binding {at} with NO token: anyone who can reach this \
+                 port can search every store and add or remove stores"
+            );
+        }
+        Exposure::Refused => {
+            eprintln!(
+                "REFUSING TO START: {at} is reachable from the network and no bearer token is set.\n\
+                 Fix it one of three ways:\n\
+                 \x20 1. set a token: server.bearer_token / server.bearer_token_env, or SEREN_SCC_BEARER_TOKEN\n\
+                 \x20 2. bind loopback: server.host: 127.0.0.1 (or --host 127.0.0.1)\n\
+                 \x20 3. accept an open service: server.allow_open_lan: true, or SEREN_SCC_ALLOW_OPEN_LAN=1"
+            );
+            return Err(ExitCode::from(EXIT_CONFIG));
+        }
+    }
+    Ok(())
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let mut config = match load_config(&args.config) {
+        Ok(config) => config,
+        Err(code) => return Ok(code),
+    };
+    apply_bind_overrides(&mut config, &args);
+    run_server(config, None).await
+}
+
+/// Binds, serves until SIGINT or SIGTERM, and shuts down gracefully.
+async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<ExitCode> {
+    if let Err(code) = check_exposure(&config) {
+        return Ok(code);
+    }
+    let (host, port) = (config.server.host.clone(), config.server.port);
+    let federation = Arc::new(Federation::new(config)?);
+    let listener = tokio::net::TcpListener::bind((host.as_str(), port))
+        .await
+        .with_context(|| format!("cannot listen on {host}:{port}"))?;
+    let addr = listener.local_addr()?;
+    let fan = federation.roster().fan();
+    tracing::info!(
+        config = %federation.config().path.display(),
+        overlay = %federation.config().overlay_path.display(),
+        stores = fan.bound.len(),
+        "fanning {} store(s): {}",
+        fan.bound.len(),
+        fan.bound.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    tracing::info!("listening on http://{addr} (viewer: http://{addr}/viewer)");
+    if let Some(banner) = banner {
+        eprintln!("{}", banner.replace("{addr}", &addr.to_string()));
+    }
+    let shutdown = CancellationToken::new();
+    let router = http::router(AppState::new(federation));
+    let signal = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        signal.cancel();
+    });
+    http::serve(listener, router, shutdown.cancelled_owned()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
+    let config = match load_config(&args.config) {
+        Ok(config) => config,
+        Err(code) => return Ok(code),
+    };
+    let federation = Federation::new(config)?;
+    let answer = match federation.search(&args.query, args.n_results, 0).await {
+        Ok(answer) => answer,
+        Err(refusal) => {
+            eprintln!("seren-corpus-callosum: {refusal}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+    } else {
+        print!("{}", render_table(&answer));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The answer as a table a person can read: one line per hit with its provenance, then what
+/// answered, failed and was skipped.
+fn render_table(answer: &api::SearchAnswer) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let store_width = answer
+        .hits
+        .iter()
+        .map(|h| h.store.chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let number = |value: Option<f64>| value.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        out,
+        "{:>3}  {:<7}  {:<store_width$}  {:>4}  {:>5}  {:>6}  {:>6}  content",
+        "#", "rrf", "store", "rank", "rel", "native", "d"
+    );
+    for (i, hit) in answer.hits.iter().enumerate() {
+        let content: String = hit.content.replace('\n', " ");
+        let content = if content.chars().count() > 72 {
+            format!("{}...", content.chars().take(69).collect::<String>())
+        } else {
+            content
+        };
+        let _ = writeln!(
+            out,
+            "{:>3}  {:<7.5}  {:<store_width$}  {:>4}  {:>5.3}  {:>6}  {:>6}  {content}",
+            i + 1,
+            hit.score,
+            hit.store,
+            format!("#{}", hit.store_rank),
+            hit.base_relevance,
+            number(hit.native_score),
+            number(hit.raw_distance),
+        );
+    }
+    if answer.hits.is_empty() {
+        let _ = writeln!(out, "  (no hits)");
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "searched: {}",
+        or_none(&answer.stores_searched.join(", "))
+    );
+    for failed in &answer.failed {
+        let _ = writeln!(out, "failed:   {}: {}", failed.name, failed.reason);
+    }
+    for skipped in &answer.skipped {
+        let _ = writeln!(out, "skipped:  {}: {}", skipped.name, skipped.reason);
+    }
+    out
+}
+
+fn or_none(text: &str) -> &str {
+    if text.is_empty() { "(none)" } else { text }
+}
+
+/// Exit codes of `check`: 0 all bound stores answered, 2 some store failed or was skipped,
+/// 78 the configuration is invalid.
+async fn check(args: ConfigArg) -> anyhow::Result<ExitCode> {
+    let config = match load_config(&args) {
+        Ok(config) => config,
+        Err(code) => return Ok(code),
+    };
+    println!(
+        "config:  {} ({})",
+        config.path.display(),
+        if config.exists {
+            "found"
+        } else {
+            "not found: an empty federation"
+        }
+    );
+    println!("overlay: {}", config.overlay_path.display());
+    for warning in &config.warnings {
+        println!("warning: {warning}");
+    }
+    let federation = Federation::new(config)?;
+    let stores = federation.stores();
+    if let Some(error) = &stores.overlay_error {
+        println!("overlay error: {error}");
+    }
+    let answer = match federation
+        .search("seren-corpus-callosum check", Some(1), 0)
+        .await
+    {
+        Ok(answer) => answer,
+        Err(refusal) => anyhow::bail!("the probe search was refused: {refusal}"),
+    };
+    let mut healthy = stores.overlay_error.is_none();
+    for row in &stores.stores {
+        let kind = if row.kind.is_empty() { "?" } else { &row.kind };
+        let (word, detail) = if answer.stores_searched.contains(&row.name) {
+            ("ok", row.url.clone())
+        } else if let Some(failed) = answer.failed.iter().find(|f| f.name == row.name) {
+            ("failed", failed.reason.clone())
+        } else if row.status == "disabled" {
+            ("disabled", row.url.clone())
+        } else {
+            let reason = row.status.strip_prefix("skipped: ").unwrap_or(&row.status);
+            ("skipped", reason.to_owned())
+        };
+        healthy &= matches!(word, "ok" | "disabled");
+        println!("{word:<8} {} ({kind}): {detail}", row.name);
+    }
+    if stores.stores.is_empty() {
+        println!("no stores configured");
+    }
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+async fn run_demo(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let mut config = match load_config(&args.config) {
+        Ok(config) => config,
+        Err(code) => return Ok(code),
+    };
+    apply_bind_overrides(&mut config, &args);
+    let stores_down = CancellationToken::new();
+    let _stop_stores_on_exit = stores_down.clone().drop_guard();
+    let memory = demo::spawn_memory_store(stores_down.clone()).await?;
+    let loci = demo::spawn_loci_store(stores_down.clone()).await?;
+    demo::use_sample_stores(&mut config, &[&memory, &loci])?;
+    let token_note = if config.server.token.is_some() {
+        " -H \"Authorization: Bearer $SEREN_SCC_BEARER_TOKEN\""
+    } else {
+        ""
+    };
+    let banner = format!(
+        "\nseren-corpus-callosum demo\n\
+         \x20 sample stores (a demo fixture, not part of the callosum; they live as long as this process):\n\
+         \x20   {:<9} {:<13} {}\n\
+         \x20   {:<9} {:<13} {}\n\
+         \x20 runtime overlay: {}\n\n\
+         \x20 The Bridge:  http://{{addr}}/viewer\n\
+         \x20 Try:         curl -s http://{{addr}}/search -H 'content-type: application/json'{token_note} -d '{{\"query\": \"that CUDA thing on the Xavier\", \"n_results\": 5}}'\n\
+         \x20 Or:          seren-corpus-callosum search -c <config> \"jetpack\"  (against your own stores)\n\
+         \x20 Stop with Ctrl-C.\n",
+        memory.name,
+        memory.kind,
+        memory.url,
+        loci.name,
+        loci.kind,
+        loci.url,
+        config.overlay_path.display(),
+    );
+    run_server(config, Some(banner)).await
+}

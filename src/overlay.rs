@@ -1,0 +1,176 @@
+//! The runtime overlay, `runtime-stores.json`: the stores added while the service runs.
+//!
+//! The file is a JSON array of store entries, owned by the machine (the YAML config is never
+//! written). This module reads and writes it and nothing more: entries are kept as raw JSON so an
+//! entry this version cannot bind (a hand edit, a newer type) is carried through every rewrite
+//! instead of being lost. Writes are atomic: a temp file in the same directory, flushed to disk,
+//! then renamed over the old file, so a crash leaves either the old file or the new one.
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Why the overlay could not be read. The file is then left alone until it is fixed or removed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("runtime overlay {path}: {message}")]
+pub struct OverlayError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// Reads the overlay. A missing file is an empty overlay.
+pub fn load(path: &Path) -> Result<Vec<Value>, OverlayError> {
+    let error = |message: String| OverlayError {
+        path: path.to_owned(),
+        message,
+    };
+    let text = match std::fs::read(path) {
+        Ok(text) => text,
+        // A path whose directory does not exist (or is a file) holds no overlay yet either.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(Vec::new());
+        }
+        Err(e) => return Err(error(format!("cannot be read: {e}"))),
+    };
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Vec::new());
+    }
+    match serde_json::from_slice::<Value>(&text) {
+        Ok(Value::Array(entries)) => Ok(entries),
+        Ok(other) => Err(error(format!(
+            "expected a JSON array of store entries, found {}",
+            match other {
+                Value::Object(_) => "an object",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                Value::Bool(_) => "a boolean",
+                _ => "null",
+            }
+        ))),
+        Err(e) => Err(error(format!("is not valid JSON: {e}"))),
+    }
+}
+
+/// Replaces the overlay with `entries`, atomically. On error the old file is untouched.
+pub fn save(path: &Path, entries: &[Value]) -> std::io::Result<()> {
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let file_name = path
+        .file_name()
+        .map_or_else(|| "runtime-stores.json".into(), |n| n.to_string_lossy());
+    let temp = dir.join(format!(
+        ".{file_name}.tmp-{}-{}",
+        std::process::id(),
+        SEQUENCE.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = write_then_rename(&temp, path, entries);
+    if result.is_err() {
+        // Best effort: a temp file left behind is ignored at start anyway.
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+fn write_then_rename(temp: &Path, path: &Path, entries: &[Value]) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        // The overlay can hold outbound store tokens: readable by its owner only.
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(temp)?;
+    let mut text = serde_json::to_vec_pretty(entries).map_err(std::io::Error::other)?;
+    text.push(b'\n');
+    file.write_all(&text)?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(temp, path)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn missing_and_blank_files_are_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime-stores.json");
+        assert!(load(&path).unwrap().is_empty());
+        std::fs::write(&path, "  \n").unwrap();
+        assert!(load(&path).unwrap().is_empty());
+    }
+
+    #[test]
+    fn round_trip_keeps_every_entry_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/dir/runtime-stores.json");
+        let entries = vec![
+            json!({"name": "a", "type": "seren_memory", "url": "http://x"}),
+            json!({"name": "future", "type": "quantum_brain", "url": "http://y", "shiny": [1, 2]}),
+        ];
+        save(&path, &entries).unwrap();
+        assert_eq!(load(&path).unwrap(), entries);
+        save(&path, &entries[1..]).unwrap();
+        assert_eq!(load(&path).unwrap(), entries[1..]);
+        // No temp file is left beside it.
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["runtime-stores.json"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_file_is_private_to_its_owner() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime-stores.json");
+        save(&path, &[json!({"name": "a", "token": "t"})]).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn corrupt_files_are_errors_that_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime-stores.json");
+        for (text, needle) in [
+            ("[{\"name\": ", "not valid JSON"),
+            ("{\"name\": \"a\"}", "found an object"),
+            ("\"stores\"", "found a string"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = load(&path).unwrap_err().to_string();
+            assert!(
+                err.contains(needle) && err.contains("runtime-stores.json"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime-stores.json");
+        save(&path, &[json!({"name": "kept"})]).unwrap();
+        // A directory where the temp file's directory should be: the parent is a file.
+        let blocked = path.join("child.json");
+        assert!(save(&blocked, &[json!({})]).is_err());
+        assert_eq!(load(&path).unwrap(), [json!({"name": "kept"})]);
+    }
+}

@@ -1,0 +1,573 @@
+//! The roster: the live set of stores (the config file's, then the overlay's) and how each is bound.
+//!
+//! Readers take a cheap snapshot ([`Roster::fan`], an `Arc<Fan>`) and never wait on a writer for
+//! longer than a pointer swap. Writers (add, remove) are serialized by one async mutex that also
+//! guards the overlay file, so the file and the live roster change together or not at all: the
+//! file is written first, and only when that succeeds is the new fan swapped in.
+
+use crate::api::{Refusal, RefusalKind, StoreRow};
+use crate::config::{Config, Invalid, NewStore, RawStoreEntry, Secret, StoreEntry, normalize_url};
+use crate::overlay;
+use crate::store::{self, Remote};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// A store that is fanned.
+#[derive(Debug)]
+pub struct Bound {
+    pub name: String,
+    pub kind: String,
+    pub weight: f64,
+    pub floor: f64,
+    pub remote: Remote,
+}
+
+/// How a configured store is bound.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Active,
+    Disabled,
+    Skipped(String),
+}
+
+impl Status {
+    fn text(&self) -> String {
+        match self {
+            Status::Active => "active".into(),
+            Status::Disabled => "disabled".into(),
+            Status::Skipped(reason) => format!("skipped: {reason}"),
+        }
+    }
+}
+
+/// One snapshot of the roster. Immutable: a change builds a new one.
+#[derive(Debug)]
+pub struct Fan {
+    /// Every configured store, in roster order, as `GET /stores` shows it.
+    pub rows: Vec<StoreRow>,
+    /// The stores that are fanned, in roster order.
+    pub bound: Vec<Arc<Bound>>,
+    /// The stores that are never asked, with why.
+    pub skipped: Vec<crate::api::NameReason>,
+    /// Why the overlay could not be read, if it could not.
+    pub overlay_error: Option<String>,
+}
+
+/// What the overlay mutex guards: the overlay's entries as last read or written.
+struct OverlayState {
+    entries: Vec<Value>,
+    error: Option<String>,
+}
+
+/// The live roster.
+pub struct Roster {
+    config: Arc<Config>,
+    overlay: tokio::sync::Mutex<OverlayState>,
+    live: RwLock<Arc<Fan>>,
+}
+
+impl Roster {
+    /// Reads the overlay and binds every store. An unreadable overlay is not fatal: it is logged,
+    /// shown on `GET /stores`, and never overwritten.
+    pub fn new(config: Arc<Config>) -> Self {
+        let state = match overlay::load(&config.overlay_path) {
+            Ok(entries) => OverlayState {
+                entries,
+                error: None,
+            },
+            Err(e) => {
+                tracing::error!(error = %e, "runtime overlay not loaded; its stores are not fanned and the file will not be overwritten");
+                OverlayState {
+                    entries: Vec::new(),
+                    error: Some(e.to_string()),
+                }
+            }
+        };
+        let fan = build_fan(&config, &state.entries, state.error.clone());
+        for skip in &fan.skipped {
+            tracing::warn!(store = %skip.name, reason = %skip.reason, "store skipped");
+        }
+        Self {
+            config,
+            overlay: tokio::sync::Mutex::new(state),
+            live: RwLock::new(Arc::new(fan)),
+        }
+    }
+
+    /// The configuration the roster was built from.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The current snapshot.
+    pub fn fan(&self) -> Arc<Fan> {
+        // A poisoned lock only means a writer panicked between two whole-`Arc` states; the value
+        // inside is still a complete snapshot, so reading it is safe.
+        self.live
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn swap(&self, fan: Fan) {
+        // See `fan` on poisoning: the write replaces the whole value, so there is no half state.
+        *self
+            .live
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(fan);
+    }
+
+    /// Adds a managed store: checks it, writes the overlay, then fans it from the next search.
+    pub async fn add(&self, new: NewStore) -> Result<usize, Refusal> {
+        let entry = check_new_store(new)?;
+        let mut state = self.overlay.lock().await;
+        self.refuse_if_overlay_unreadable(&state)?;
+        if self.fan().rows.iter().any(|row| row.name == entry.name) {
+            return Err(Refusal::new(
+                RefusalKind::Conflict,
+                format!("a store named '{}' already exists", entry.name),
+            ));
+        }
+        let mut entries = state.entries.clone();
+        entries.push(entry.to_json());
+        self.write_overlay(&entries).await?;
+        state.entries = entries;
+        let fan = build_fan(&self.config, &state.entries, None);
+        let active = fan.bound.len();
+        self.swap(fan);
+        tracing::info!(store = %entry.name, kind = %entry.kind, active, "store added");
+        Ok(active)
+    }
+
+    /// Removes a managed store from the overlay and unbinds it at once.
+    pub async fn remove(&self, name: &str) -> Result<usize, Refusal> {
+        let mut state = self.overlay.lock().await;
+        let fan = self.fan();
+        match fan.rows.iter().find(|row| row.name == name) {
+            Some(row) if !row.managed => {
+                return Err(Refusal::bad_request(format!(
+                    "'{name}' is a base (config) store - remove it from {}, not from here",
+                    self.config.path.display()
+                )));
+            }
+            Some(_) => {}
+            None => {
+                self.refuse_if_overlay_unreadable(&state)?;
+                return Err(Refusal::new(
+                    RefusalKind::NotFound,
+                    format!("no store named '{name}'"),
+                ));
+            }
+        }
+        self.refuse_if_overlay_unreadable(&state)?;
+        let entries: Vec<Value> = state
+            .entries
+            .iter()
+            .filter(|entry| entry.get("name").and_then(Value::as_str).map(str::trim) != Some(name))
+            .cloned()
+            .collect();
+        self.write_overlay(&entries).await?;
+        state.entries = entries;
+        let fan = build_fan(&self.config, &state.entries, None);
+        let active = fan.bound.len();
+        self.swap(fan);
+        tracing::info!(store = %name, active, "store removed");
+        Ok(active)
+    }
+
+    fn refuse_if_overlay_unreadable(&self, state: &OverlayState) -> Result<(), Refusal> {
+        match &state.error {
+            Some(error) => Err(Refusal::new(
+                RefusalKind::Conflict,
+                format!(
+                    "{error}; fix or remove that file (it is never overwritten while it cannot be read), then restart"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    async fn write_overlay(&self, entries: &[Value]) -> Result<(), Refusal> {
+        let path: PathBuf = self.config.overlay_path.clone();
+        let entries = entries.to_vec();
+        let written = tokio::task::spawn_blocking(move || overlay::save(&path, &entries)).await;
+        let error = match written {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) => e.to_string(),
+            Err(join) => format!("the writer stopped: {join}"),
+        };
+        tracing::error!(path = %self.config.overlay_path.display(), %error, "runtime overlay not written; nothing changed");
+        Err(Refusal::new(
+            RefusalKind::Internal,
+            format!(
+                "could not write the runtime overlay {}: {error}; nothing changed",
+                self.config.overlay_path.display()
+            ),
+        ))
+    }
+}
+
+/// The name rule for stores added at run time: it keeps names safe in urls, files and logs.
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Checks a store to add, in the order the Python service checks (blank fields first).
+pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
+    let name = new.name.trim().to_owned();
+    let url = normalize_url(&new.url);
+    let kind = new.kind.trim().to_owned();
+    if name.is_empty() {
+        return Err(Refusal::bad_request("name is required"));
+    }
+    if url.is_empty() {
+        return Err(Refusal::bad_request("url is required"));
+    }
+    if !valid_name(&name) {
+        return Err(Refusal::bad_request(format!(
+            "name '{name}' must be 1-64 characters of A-Z a-z 0-9 . _ -"
+        )));
+    }
+    if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() <= "http://".len()
+    {
+        return Err(Refusal::bad_request(format!(
+            "url must start with http:// or https://, got '{}'",
+            redact_url(&url)
+        )));
+    }
+    if store::known_options(&kind).is_none() {
+        return Err(Refusal::bad_request(store::unknown_type(&kind)));
+    }
+    let raw = RawStoreEntry {
+        name: Some(name),
+        kind: Some(kind),
+        url: Some(url),
+        weight: new.weight,
+        floor: new.floor,
+        token: new.token,
+        ..RawStoreEntry::default()
+    };
+    match raw.check("store") {
+        Ok(Ok(entry)) => Ok(entry),
+        Ok(Err(invalid)) => Err(Refusal::bad_request(invalid.reason)),
+        Err(message) => Err(Refusal::bad_request(message)),
+    }
+}
+
+/// A url fit for a message: its user-info (which may hold a password) is dropped.
+pub fn redact_url(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            match rest[..authority_end].rfind('@') {
+                Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+                None => url.to_owned(),
+            }
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// Binds the config's stores then the overlay's, first name wins.
+fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) -> Fan {
+    let mut fan = Fan {
+        rows: Vec::new(),
+        bound: Vec::new(),
+        skipped: Vec::new(),
+        overlay_error,
+    };
+    let mut names = HashSet::new();
+    let overlay_entries = overlay.iter().enumerate().map(|(i, value)| {
+        let place = format!("runtime overlay entry {i}");
+        let entry = serde_json::from_value::<RawStoreEntry>(value.clone())
+            .map_err(|e| e.to_string())
+            .and_then(|raw| raw.check(&place));
+        match entry {
+            Ok(entry) => entry,
+            Err(message) => Err(Invalid {
+                name: value
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map_or(place, str::to_owned),
+                reason: format!("invalid entry: {message}"),
+            }),
+        }
+    });
+    let entries = config
+        .federation
+        .stores
+        .iter()
+        .cloned()
+        .map(|entry| (false, entry))
+        .chain(overlay_entries.map(|entry| (true, entry)));
+    for (managed, entry) in entries {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(invalid) => {
+                fan.rows.push(StoreRow {
+                    name: invalid.name.clone(),
+                    kind: String::new(),
+                    url: String::new(),
+                    weight: 1.0,
+                    floor: 0.0,
+                    enabled: true,
+                    managed,
+                    auth: false,
+                    status: Status::Skipped(invalid.reason.clone()).text(),
+                });
+                fan.skipped.push(crate::api::NameReason {
+                    name: invalid.name,
+                    reason: invalid.reason,
+                });
+                continue;
+            }
+        };
+        let status = if !names.insert(entry.name.clone()) {
+            Status::Skipped(format!(
+                "duplicate name: a store named '{}' comes earlier",
+                entry.name
+            ))
+        } else if !entry.enabled {
+            Status::Disabled
+        } else {
+            match bind(config, &entry) {
+                Ok(bound) => {
+                    fan.bound.push(Arc::new(bound));
+                    Status::Active
+                }
+                Err(reason) => Status::Skipped(reason),
+            }
+        };
+        if let Status::Skipped(reason) = &status {
+            fan.skipped.push(crate::api::NameReason {
+                name: entry.name.clone(),
+                reason: reason.clone(),
+            });
+        }
+        fan.rows.push(StoreRow {
+            auth: entry.has_auth(),
+            url: redact_url(&entry.url),
+            name: entry.name,
+            kind: entry.kind,
+            weight: entry.weight,
+            floor: entry.floor,
+            enabled: entry.enabled,
+            managed,
+            status: status.text(),
+        });
+    }
+    fan
+}
+
+fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
+    let protocol = store::build(&entry.kind, &entry.options)?;
+    let path = store::search_path(&entry.options)?;
+    let token = match (&entry.token, &entry.token_env) {
+        (Some(token), _) => Some(token.clone()),
+        (None, Some(name)) => Some(
+            std::env::var(name)
+                .ok()
+                .and_then(Secret::new)
+                .ok_or_else(|| format!("token_env {name} is not set"))?,
+        ),
+        (None, None) => None,
+    };
+    let timeout: Duration = entry.timeout.unwrap_or(config.federation.per_store_timeout);
+    Ok(Bound {
+        name: entry.name.clone(),
+        kind: entry.kind.clone(),
+        weight: entry.weight,
+        floor: entry.floor,
+        remote: Remote::new(format!("{}{path}", entry.url), token, protocol, timeout),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn roster(yaml: &str, overlay: Option<&str>) -> (Roster, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seren-corpus-callosum.yaml");
+        if let Some(text) = overlay {
+            std::fs::write(dir.path().join("runtime-stores.json"), text).unwrap();
+        }
+        let config = Config::parse(&path, yaml, &|_| None).unwrap();
+        (Roster::new(Arc::new(config)), dir)
+    }
+
+    fn statuses(roster: &Roster) -> Vec<(String, bool, String)> {
+        roster
+            .fan()
+            .rows
+            .iter()
+            .map(|r| (r.name.clone(), r.managed, r.status.clone()))
+            .collect()
+    }
+
+    const TWO: &str = "federation:\n  stores:\n    - name: facts\n      type: seren_loci\n      url: http://127.0.0.1:1\n    - name: episodic\n      type: seren_memory\n      url: http://127.0.0.1:2\n      enabled: false\n    - name: weird\n      type: quantum_brain\n      url: http://127.0.0.1:3\n    - name: facts\n      type: seren_memory\n      url: http://127.0.0.1:4\n";
+
+    #[test]
+    fn binds_in_order_and_reports_why_not() {
+        let (roster, _dir) = roster(
+            TWO,
+            Some(
+                r#"[{"name":"extra","type":"seren_memory","url":"http://127.0.0.1:5"},{"name":"facts","type":"seren_loci","url":"http://x"},{"name":"bad","type":"seren_loci"},{"type":7}]"#,
+            ),
+        );
+        let s = statuses(&roster);
+        assert_eq!(s[0], ("facts".into(), false, "active".into()));
+        assert_eq!(s[1], ("episodic".into(), false, "disabled".into()));
+        assert!(
+            s[2].2
+                .starts_with("skipped: unknown store type 'quantum_brain'"),
+            "{s:?}"
+        );
+        assert!(s[3].2.starts_with("skipped: duplicate name"), "{s:?}");
+        assert_eq!(s[4], ("extra".into(), true, "active".into()));
+        assert!(
+            s[5].1 && s[5].2.starts_with("skipped: duplicate name"),
+            "base wins: {s:?}"
+        );
+        assert_eq!(s[6].2, "skipped: invalid entry: missing url");
+        assert!(s[7].2.contains("invalid entry"), "{s:?}");
+        let fan = roster.fan();
+        let bound: Vec<_> = fan.bound.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(bound, ["facts", "extra"]);
+        assert_eq!(fan.skipped.len(), 5, "disabled is not skipped");
+    }
+
+    #[tokio::test]
+    async fn add_and_remove_write_the_overlay_and_swap_the_fan() {
+        let (roster, dir) = roster(TWO, None);
+        let new = |name: &str| NewStore {
+            name: format!("  {name} "),
+            kind: "seren_memory".into(),
+            url: "http://127.0.0.1:9/".into(),
+            ..NewStore::default()
+        };
+        assert_eq!(roster.add(new("xyz")).await.unwrap(), 2);
+        let file = std::fs::read_to_string(dir.path().join("runtime-stores.json")).unwrap();
+        let saved: Value = serde_json::from_str(&file).unwrap();
+        assert_eq!(saved[0]["name"], "xyz");
+        assert_eq!(saved[0]["url"], "http://127.0.0.1:9");
+        assert_eq!(roster.add(new("xyz")).await.unwrap_err().status(), 409);
+        assert_eq!(roster.add(new("facts")).await.unwrap_err().status(), 409);
+        assert_eq!(
+            roster.add(new("episodic")).await.unwrap_err().status(),
+            409,
+            "disabled names are taken too"
+        );
+        assert_eq!(roster.remove("facts").await.unwrap_err().status(), 400);
+        assert_eq!(roster.remove("nope").await.unwrap_err().status(), 404);
+        assert_eq!(roster.remove("xyz").await.unwrap(), 1);
+        let file = std::fs::read_to_string(dir.path().join("runtime-stores.json")).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&file).unwrap(),
+            Value::Array(vec![])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_overlay_is_never_overwritten() {
+        let (roster, dir) = roster(TWO, Some("[{\"name\": oops"));
+        let fan = roster.fan();
+        assert!(
+            fan.overlay_error
+                .as_deref()
+                .unwrap()
+                .contains("not valid JSON")
+        );
+        let refusal = roster
+            .add(NewStore {
+                name: "x".into(),
+                kind: "seren_memory".into(),
+                url: "http://127.0.0.1:9".into(),
+                ..NewStore::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(refusal.status(), 409);
+        assert!(
+            refusal.detail.contains("runtime-stores.json"),
+            "{}",
+            refusal.detail
+        );
+        assert_eq!(roster.remove("x").await.unwrap_err().status(), 409);
+        let text = std::fs::read_to_string(dir.path().join("runtime-stores.json")).unwrap();
+        assert_eq!(text, "[{\"name\": oops");
+    }
+
+    #[test]
+    fn new_stores_are_checked_with_clear_messages() {
+        let check = |name: &str, kind: &str, url: &str, weight: Option<f64>, floor: Option<f64>| {
+            check_new_store(NewStore {
+                name: name.into(),
+                kind: kind.into(),
+                url: url.into(),
+                weight,
+                floor,
+                token: None,
+            })
+            .map(|e| e.name)
+            .map_err(|r| (r.status(), r.detail))
+        };
+        assert_eq!(
+            check(" a.b_c-1 ", "seren_loci", "http://x/", None, None),
+            Ok("a.b_c-1".into())
+        );
+        let refused = |r: Result<String, (u16, String)>, needle: &str| {
+            let (status, detail) = r.unwrap_err();
+            assert_eq!(status, 400, "{detail}");
+            assert!(detail.contains(needle), "{needle}: {detail}");
+        };
+        refused(
+            check("  ", "seren_loci", "http://x", None, None),
+            "name is required",
+        );
+        refused(check("a", "seren_loci", " ", None, None), "url is required");
+        refused(
+            check("a b", "seren_loci", "http://x", None, None),
+            "must be 1-64 characters",
+        );
+        refused(
+            check(&"a".repeat(65), "seren_loci", "http://x", None, None),
+            "1-64",
+        );
+        refused(
+            check("a", "seren_loci", "file:///etc/passwd", None, None),
+            "http:// or https://",
+        );
+        refused(
+            check("a", "quantum_brain", "http://x", None, None),
+            "unknown store type 'quantum_brain'; known types: [\"seren_callosum\", \"seren_loci\", \"seren_memory\"]",
+        );
+        refused(
+            check("a", "seren_loci", "http://x", Some(0.0), None),
+            "weight",
+        );
+        refused(
+            check("a", "seren_loci", "http://x", Some(f64::NAN), None),
+            "weight",
+        );
+        refused(
+            check("a", "seren_loci", "http://x", None, Some(2.0)),
+            "floor",
+        );
+    }
+
+    #[test]
+    fn urls_lose_their_credentials_in_messages() {
+        assert_eq!(redact_url("http://user:pw@host:1/p"), "http://***@host:1/p");
+        assert_eq!(redact_url("http://host/p@x"), "http://host/p@x");
+        assert_eq!(redact_url("http://host"), "http://host");
+        let _ = Path::new("");
+    }
+}

@@ -1,0 +1,118 @@
+//! `seren_callosum`: another callosum, read through the very `POST /search` this service serves.
+//!
+//! The inner callosum's fused list is one ranked list to us. Its hits keep their provenance: the
+//! inner store, rank and score move into `metadata` as `origin_*`, so a hit fanned twice still says
+//! where it came from.
+
+use super::{Options, Protocol, StoreType, decode_json};
+use crate::fusion::Hit;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+pub const TYPE: StoreType = StoreType {
+    name: "seren_callosum",
+    options: &["search_path"],
+    build,
+};
+
+/// A callosum answers at most this many hits per search (its `n_results` range).
+pub const MAX_N: usize = 200;
+
+struct Callosum;
+
+fn build(_options: &Options) -> Result<Box<dyn Protocol>, String> {
+    Ok(Box::new(Callosum))
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(default)]
+    hits: Option<Vec<InnerHit>>,
+}
+
+#[derive(Deserialize)]
+struct InnerHit {
+    #[serde(default)]
+    store: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    score: Option<f64>,
+    #[serde(default)]
+    store_rank: Option<u64>,
+    #[serde(default)]
+    base_relevance: Option<f64>,
+    #[serde(default)]
+    native_score: Option<f64>,
+    #[serde(default)]
+    raw_distance: Option<f64>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+}
+
+impl Protocol for Callosum {
+    fn request(&self, query: &str, n: usize) -> Value {
+        json!({"query": query, "n_results": n.clamp(1, MAX_N)})
+    }
+
+    fn decode(&self, body: &[u8]) -> Result<Vec<Hit>, String> {
+        let answer: Answer = decode_json(body)?;
+        Ok(answer
+            .hits
+            .unwrap_or_default()
+            .into_iter()
+            .map(|hit| {
+                let mut metadata = hit.metadata.unwrap_or_default();
+                metadata.insert(
+                    "origin_store".into(),
+                    hit.store.map_or(Value::Null, Value::String),
+                );
+                metadata.insert(
+                    "origin_rank".into(),
+                    hit.store_rank.map_or(Value::Null, Value::from),
+                );
+                metadata.insert(
+                    "origin_score".into(),
+                    hit.score.map_or(Value::Null, Value::from),
+                );
+                Hit {
+                    id: hit.id.unwrap_or_default(),
+                    content: hit.content.unwrap_or_default(),
+                    base_relevance: hit.base_relevance.unwrap_or(0.0),
+                    raw_distance: hit.raw_distance,
+                    native_score: hit.native_score,
+                    metadata,
+                }
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_and_decode() {
+        let c = Callosum;
+        assert_eq!(c.request("q", 20), json!({"query": "q", "n_results": 20}));
+        assert_eq!(c.request("q", 900)["n_results"], 200);
+        let hits = c
+            .decode(br#"{"query":"q","hits":[{"store":"facts","id":"f1","content":"k = v","score":0.0164,
+                "store_rank":1,"base_relevance":0.9,"native_score":0.9,"raw_distance":null,"metadata":{"key":"k"}}],
+                "stores_searched":["facts"],"failed":[],"skipped":[]}"#)
+            .unwrap();
+        assert_eq!(hits[0].id, "f1");
+        assert_eq!(hits[0].base_relevance, 0.9);
+        assert_eq!(
+            Value::Object(hits[0].metadata.clone()),
+            json!({"key": "k", "origin_store": "facts", "origin_rank": 1, "origin_score": 0.0164})
+        );
+        let err = c
+            .decode(br#"{"hits":[{"store_rank":"first"}]}"#)
+            .unwrap_err();
+        assert!(err.contains("hits[0].store_rank"), "{err}");
+    }
+}

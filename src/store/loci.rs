@@ -1,0 +1,226 @@
+//! `seren_loci`: the SerenLoci search protocol (structured facts, default port 7422).
+//!
+//! Loci answers with facts `{project, key, value, why}` scored 0..1 (an exact key is 1.0). We render
+//! each fact as one line a model can read, `key = value because why`, and keep Loci's score as the
+//! relevance the floor uses.
+
+use super::{Options, Protocol, StoreType, decode_json, id_text, relevance_from_distance};
+use crate::fusion::Hit;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+pub const TYPE: StoreType = StoreType {
+    name: "seren_loci",
+    options: &[
+        "search_path",
+        "project",
+        "include_fundamentals",
+        "include_superseded",
+    ],
+    build,
+};
+
+struct Loci {
+    project: Option<String>,
+    include_fundamentals: bool,
+    include_superseded: bool,
+}
+
+fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
+    Ok(Box::new(Loci {
+        project: options.text("project")?,
+        include_fundamentals: options.flag("include_fundamentals", true)?,
+        include_superseded: options.flag("include_superseded", false)?,
+    }))
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(default)]
+    hits: Option<Vec<Fact>>,
+}
+
+#[derive(Deserialize)]
+struct Fact {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    project: Option<Value>,
+    #[serde(default)]
+    key: Option<String>,
+    /// Any JSON: Loci can hold a number or a list, which we render as its JSON text.
+    #[serde(default)]
+    value: Option<Value>,
+    #[serde(default)]
+    why: Option<String>,
+    #[serde(default)]
+    score: Option<f64>,
+    #[serde(default)]
+    match_kind: Option<Value>,
+    #[serde(default)]
+    source: Option<Value>,
+    #[serde(default)]
+    raw_distance: Option<f64>,
+}
+
+impl Protocol for Loci {
+    fn request(&self, query: &str, n: usize) -> Value {
+        let mut body = json!({
+            "query": query,
+            "n_results": n,
+            "include_fundamentals": self.include_fundamentals,
+            "include_superseded": self.include_superseded,
+        });
+        if let Some(project) = &self.project {
+            body["project"] = Value::String(project.clone());
+        }
+        body
+    }
+
+    fn decode(&self, body: &[u8]) -> Result<Vec<Hit>, String> {
+        let answer: Answer = decode_json(body)?;
+        Ok(answer
+            .hits
+            .unwrap_or_default()
+            .into_iter()
+            .map(|fact| {
+                let content = render(
+                    fact.key.as_deref(),
+                    fact.value.as_ref(),
+                    fact.why.as_deref(),
+                );
+                let base_relevance = fact
+                    .score
+                    .unwrap_or_else(|| relevance_from_distance(fact.raw_distance.unwrap_or(0.0)));
+                let mut metadata = Map::new();
+                metadata.insert("project".into(), fact.project.unwrap_or(Value::Null));
+                metadata.insert("key".into(), fact.key.map_or(Value::Null, Value::String));
+                metadata.insert("why".into(), fact.why.map_or(Value::Null, Value::String));
+                metadata.insert("match_kind".into(), fact.match_kind.unwrap_or(Value::Null));
+                metadata.insert("source".into(), fact.source.unwrap_or(Value::Null));
+                Hit {
+                    id: id_text(fact.id.as_ref()),
+                    content,
+                    base_relevance,
+                    raw_distance: fact.raw_distance,
+                    native_score: fact.score,
+                    metadata,
+                }
+            })
+            .collect())
+    }
+}
+
+/// `key = value because why`, dropping the parts that are missing (an empty string is missing).
+fn render(key: Option<&str>, value: Option<&Value>, why: Option<&str>) -> String {
+    let key = key.filter(|k| !k.is_empty());
+    let why = why.filter(|w| !w.is_empty());
+    let value = match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => Some(other.to_string()),
+    };
+    match (key, value, why) {
+        (Some(k), Some(v), Some(w)) => format!("{k} = {v} because {w}"),
+        (Some(k), Some(v), None) => format!("{k} = {v}"),
+        (None, Some(v), Some(w)) => format!("{v} because {w}"),
+        (None, Some(v), None) => v,
+        (key, None, _) => key.unwrap_or_default().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loci(options: Value) -> Box<dyn Protocol> {
+        let Value::Object(options) = options else {
+            panic!("options must be an object")
+        };
+        build(&Options(&options)).expect("valid options")
+    }
+
+    #[test]
+    fn request_scopes_a_project_only_when_set() {
+        assert_eq!(
+            loci(json!({})).request("cuda", 20),
+            json!({"query": "cuda", "n_results": 20, "include_fundamentals": true, "include_superseded": false})
+        );
+        let scoped =
+            loci(json!({"project": "jetson", "include_fundamentals": false})).request("q", 75);
+        assert_eq!(
+            scoped,
+            json!({"query": "q", "n_results": 75, "include_fundamentals": false, "include_superseded": false, "project": "jetson"})
+        );
+    }
+
+    #[test]
+    fn content_recipe() {
+        let check = |key: Option<&str>, value: Value, why: Option<&str>, expected: &str| {
+            let value = (!value.is_null()).then_some(value);
+            assert_eq!(render(key, value.as_ref(), why), expected);
+        };
+        check(
+            Some("cuda"),
+            json!("12.2"),
+            Some("nvcc says so"),
+            "cuda = 12.2 because nvcc says so",
+        );
+        check(Some("cuda"), json!("12.2"), None, "cuda = 12.2");
+        check(Some("cuda"), json!("12.2"), Some(""), "cuda = 12.2");
+        check(None, json!("12.2"), Some("w"), "12.2 because w");
+        check(Some(""), json!("12.2"), None, "12.2");
+        check(Some("cuda"), Value::Null, Some("w"), "cuda");
+        check(Some("cuda"), json!(""), None, "cuda");
+        check(None, Value::Null, None, "");
+        check(
+            Some("ports"),
+            json!([7420, 7422]),
+            None,
+            "ports = [7420,7422]",
+        );
+        check(
+            Some("cores"),
+            json!(8),
+            Some("lscpu"),
+            "cores = 8 because lscpu",
+        );
+    }
+
+    #[test]
+    fn decode_maps_the_real_shape() {
+        let body = br#"{"query":"q","project":null,"finder":"lexical","hits":[
+            {"id":"f1","project":"jetson","key":"xavier.cuda","value":"12.2","why":"nvcc","score":1.0,
+             "match_kind":"exact","source":"user","raw_distance":null,"live":true,"figures":0},
+            {"id":2,"project":"*","key":"k","value":"v","score":null,"raw_distance":0.25},
+            {"key":"k2","value":"v2"}
+        ]}"#;
+        let hits = loci(json!({})).decode(body).unwrap();
+        assert_eq!(hits[0].content, "xavier.cuda = 12.2 because nvcc");
+        assert_eq!(hits[0].base_relevance, 1.0);
+        assert_eq!(hits[0].native_score, Some(1.0));
+        assert_eq!(hits[0].raw_distance, None);
+        assert_eq!(
+            Value::Object(hits[0].metadata.clone()),
+            json!({"project": "jetson", "key": "xavier.cuda", "why": "nvcc", "match_kind": "exact", "source": "user"})
+        );
+        assert_eq!(hits[1].id, "2");
+        assert_eq!(hits[1].base_relevance, 0.8, "no score: 1/(1+raw_distance)");
+        assert_eq!(hits[2].base_relevance, 1.0, "no score, no distance");
+    }
+
+    #[test]
+    fn wrong_shapes_are_named() {
+        let l = loci(json!({}));
+        for (body, needle) in [
+            (&br#"{"hits":[{"score":"1.0"}]}"#[..], "hits[0].score"),
+            (br#"{"hits":[{"key":["a"]}]}"#, "hits[0].key"),
+            (br#"{"hits":"none"}"#, "hits"),
+            (b"<html>", "expected"),
+        ] {
+            let err = l.decode(body).expect_err("refused");
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! `seren_memory`: the SerenMemory search protocol (episodic memory, default port 7420).
+//!
+//! SerenMemory answers `POST /search` with hits ranked by its own tier-weighted score. We keep that
+//! order, read `raw_distance` as the relevance the floor uses, and keep the store's score as
+//! provenance only.
+
+use super::{Options, Protocol, StoreType, decode_json, id_text, relevance_from_distance};
+use crate::fusion::Hit;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+pub const TYPE: StoreType = StoreType {
+    name: "seren_memory",
+    options: &[
+        "search_path",
+        "include_short",
+        "include_near",
+        "include_long",
+        "include_superseded",
+        "with_surroundings",
+    ],
+    build,
+};
+
+/// SerenMemory rejects `n_results` above this with a 422, so we never ask for more.
+pub const MAX_N: usize = 50;
+
+struct Memory {
+    include_short: bool,
+    include_near: bool,
+    include_long: bool,
+    include_superseded: bool,
+    with_surroundings: bool,
+}
+
+fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
+    Ok(Box::new(Memory {
+        include_short: options.flag("include_short", true)?,
+        include_near: options.flag("include_near", true)?,
+        include_long: options.flag("include_long", true)?,
+        include_superseded: options.flag("include_superseded", false)?,
+        with_surroundings: options.flag("with_surroundings", false)?,
+    }))
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(default)]
+    hits: Option<Vec<MemoryHit>>,
+}
+
+#[derive(Deserialize)]
+struct MemoryHit {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tier: Option<Value>,
+    #[serde(default)]
+    topic: Option<Value>,
+    #[serde(default)]
+    score: Option<f64>,
+    /// Lenient on purpose: the contract reads a missing or non-numeric distance as 0.
+    #[serde(default)]
+    raw_distance: Option<Value>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    surroundings: Option<Value>,
+    #[serde(default)]
+    matched_via: Option<Value>,
+}
+
+impl Protocol for Memory {
+    fn request(&self, query: &str, n: usize) -> Value {
+        json!({
+            "query": query,
+            "n_results": n.clamp(1, MAX_N),
+            "include_short": self.include_short,
+            "include_near": self.include_near,
+            "include_long": self.include_long,
+            "include_superseded": self.include_superseded,
+            "with_surroundings": self.with_surroundings,
+        })
+    }
+
+    fn decode(&self, body: &[u8]) -> Result<Vec<Hit>, String> {
+        let answer: Answer = decode_json(body)?;
+        Ok(answer
+            .hits
+            .unwrap_or_default()
+            .into_iter()
+            .map(|hit| {
+                let distance = hit
+                    .raw_distance
+                    .as_ref()
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0);
+                let mut metadata = hit.metadata.unwrap_or_default();
+                metadata
+                    .entry("tier")
+                    .or_insert(hit.tier.unwrap_or(Value::Null));
+                metadata
+                    .entry("topic")
+                    .or_insert(hit.topic.unwrap_or(Value::Null));
+                for (key, value) in [
+                    ("surroundings", hit.surroundings),
+                    ("matched_via", hit.matched_via),
+                ] {
+                    if let Some(value) = value.filter(|v| !v.is_null()) {
+                        metadata.insert(key.to_owned(), value);
+                    }
+                }
+                Hit {
+                    id: id_text(hit.id.as_ref()),
+                    content: hit.content.unwrap_or_default(),
+                    base_relevance: relevance_from_distance(distance),
+                    raw_distance: Some(distance),
+                    native_score: hit.score,
+                    metadata,
+                }
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory(options: Value) -> Box<dyn Protocol> {
+        let Value::Object(options) = options else {
+            panic!("options must be an object")
+        };
+        build(&Options(&options)).expect("valid options")
+    }
+
+    #[test]
+    fn request_sends_every_key_and_clamps_n() {
+        let m = memory(json!({}));
+        assert_eq!(
+            m.request("cuda", 20),
+            json!({"query": "cuda", "n_results": 20, "include_short": true, "include_near": true,
+                   "include_long": true, "include_superseded": false, "with_surroundings": false})
+        );
+        assert_eq!(m.request("q", 75)["n_results"], 50);
+        assert_eq!(m.request("q", 0)["n_results"], 1);
+        let m = memory(json!({"include_near": false, "with_surroundings": true}));
+        let body = m.request("q", 5);
+        assert_eq!(body["include_near"], false);
+        assert_eq!(body["with_surroundings"], true);
+    }
+
+    #[test]
+    fn bad_options_are_named() {
+        let Value::Object(options) = json!({"include_long": "yes"}) else {
+            unreachable!()
+        };
+        let err = build(&Options(&options)).err().expect("refused");
+        assert!(err.contains("include_long"), "{err}");
+    }
+
+    #[test]
+    fn decode_maps_the_real_shape() {
+        let body = br#"{"query":"q","searched_tiers":["short"],"hits":[
+            {"tier":"long","content":"one","topic":"a, b","score":0.65,"raw_distance":0.5,"id":"x1",
+             "metadata":{"source":"s","tier":"mine"},"surroundings":{"satellites":2},"matched_via":null},
+            {"tier":"short","content":"two","topic":null,"score":null,"id":7},
+            {"content":"three","raw_distance":"far"},
+            {"content":"four","raw_distance":-3}
+        ]}"#;
+        let hits = memory(json!({})).decode(body).unwrap();
+        assert_eq!(hits.len(), 4);
+        assert_eq!(hits[0].id, "x1");
+        assert_eq!(hits[0].content, "one");
+        assert!((hits[0].base_relevance - 1.0 / 1.5).abs() < 1e-12);
+        assert_eq!(hits[0].raw_distance, Some(0.5));
+        assert_eq!(hits[0].native_score, Some(0.65));
+        assert_eq!(
+            hits[0].metadata["tier"], "mine",
+            "the store's metadata wins"
+        );
+        assert_eq!(hits[0].metadata["topic"], "a, b");
+        assert_eq!(hits[0].metadata["surroundings"], json!({"satellites": 2}));
+        assert!(!hits[0].metadata.contains_key("matched_via"));
+        assert_eq!(hits[1].id, "7");
+        assert_eq!(hits[1].native_score, None);
+        assert_eq!(hits[2].raw_distance, Some(0.0));
+        assert_eq!(hits[2].base_relevance, 1.0);
+        assert_eq!(hits[2].id, "");
+        assert_eq!(
+            hits[3].base_relevance, 1.0,
+            "a negative distance clamps to 0"
+        );
+    }
+
+    #[test]
+    fn missing_or_null_hits_is_no_hits() {
+        let m = memory(json!({}));
+        assert!(m.decode(br#"{"query":"q"}"#).unwrap().is_empty());
+        assert!(m.decode(br#"{"hits":null}"#).unwrap().is_empty());
+        assert!(m.decode(br#"{"hits":[]}"#).unwrap().is_empty());
+    }
+
+    #[test]
+    fn wrong_shapes_are_named() {
+        let m = memory(json!({}));
+        for (body, needle) in [
+            (&b"not json"[..], "expected"),
+            (br#"{"hits":{"a":1}}"#, "hits"),
+            (br#"{"hits":[{"content":5}]}"#, "hits[0].content"),
+            (br#"{"hits":[{"score":"high"}]}"#, "hits[0].score"),
+            (br#"{"hits":[{"metadata":[1]}]}"#, "hits[0].metadata"),
+            (br#"[1,2]"#, "invalid type"),
+            (br#"{"hits":[]} trailing"#, "trailing"),
+        ] {
+            let err = m.decode(body).expect_err("refused");
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+    }
+}

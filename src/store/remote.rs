@@ -1,0 +1,201 @@
+//! The one HTTP call every store gets: POST the protocol's body to the store, within a deadline,
+//! read at most a capped body, and decode it.
+//!
+//! Every way this can go wrong becomes a [`Failure`] whose text carries no secret: no token, no
+//! url, no query. The deadline covers the whole exchange (connect, headers and every body byte), so
+//! a store that trickles or never ends its body is cut off like one that never answers.
+
+use super::{Hit, Protocol};
+use crate::config::Secret;
+use std::error::Error as _;
+use std::fmt;
+use std::time::Duration;
+
+/// The header that tells a callosum how deep in a chain of callosums its caller is. A callosum that
+/// fans another (perhaps itself, by mistake) stops fanning callosums past [`MAX_DEPTH`].
+pub const DEPTH_HEADER: &str = "x-seren-callosum-depth";
+/// How many callosums may stand in one chain.
+pub const MAX_DEPTH: u32 = 8;
+/// The default cap on one store's response body.
+pub const DEFAULT_BODY_CAP: usize = 8 * 1024 * 1024;
+
+/// Why a store gave nothing. Displayed as the `reason` of a `failed` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// The whole exchange did not finish within the store's timeout.
+    Timeout(Duration),
+    /// No connection could be made.
+    Connect(String),
+    /// The store answered with a non-2xx status.
+    Status(u16),
+    /// The connection broke while the request or the answer was under way.
+    Transport(String),
+    /// The body was larger than the cap.
+    TooLarge(usize),
+    /// The body is not the JSON the protocol expects.
+    Decode(String),
+    /// The store was not asked (loop guard, open circuit, ...).
+    NotAsked(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Timeout(limit) => write!(f, "timeout after {:.2}s", limit.as_secs_f64()),
+            Failure::Connect(why) => write!(f, "connect: {why}"),
+            Failure::Status(code) => write!(f, "status {code}"),
+            Failure::Transport(why) => write!(f, "transport: {why}"),
+            Failure::TooLarge(cap) => write!(f, "body over the {} KiB cap", cap / 1024),
+            Failure::Decode(why) => write!(f, "decode: {}", truncate(why, 200)),
+            Failure::NotAsked(why) => f.write_str(why),
+        }
+    }
+}
+
+/// One bound store's way of being called.
+pub struct Remote {
+    /// The full search url (base url + search path). Never put into a message.
+    url: String,
+    token: Option<Secret>,
+    protocol: Box<dyn Protocol>,
+    timeout: Duration,
+    body_cap: usize,
+}
+
+impl fmt::Debug for Remote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Remote")
+            .field("timeout", &self.timeout)
+            .field("auth", &self.token.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Remote {
+    pub fn new(
+        url: String,
+        token: Option<Secret>,
+        protocol: Box<dyn Protocol>,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            url,
+            token,
+            protocol,
+            timeout,
+            body_cap: DEFAULT_BODY_CAP,
+        }
+    }
+
+    /// The bound on one call to this store.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Asks the store for `n` hits. `depth` is how many callosums stand before us in the chain.
+    pub async fn search(
+        &self,
+        client: &reqwest::Client,
+        query: &str,
+        n: usize,
+        depth: u32,
+    ) -> Result<Vec<Hit>, Failure> {
+        match tokio::time::timeout(self.timeout, self.exchange(client, query, n, depth)).await {
+            Ok(result) => result,
+            Err(_elapsed) => Err(Failure::Timeout(self.timeout)),
+        }
+    }
+
+    async fn exchange(
+        &self,
+        client: &reqwest::Client,
+        query: &str,
+        n: usize,
+        depth: u32,
+    ) -> Result<Vec<Hit>, Failure> {
+        let body = self.protocol.request(query, n);
+        // Serializing a serde_json::Value cannot fail: its keys are strings and it holds no NaN.
+        let body = serde_json::to_vec(&body).expect("a JSON value always serializes");
+        let mut request = client
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "application/json")
+            .header(DEPTH_HEADER, depth + 1)
+            .body(body);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token.expose());
+        }
+        let mut response = request.send().await.map_err(|e| {
+            let why = describe(&e);
+            if e.is_connect() {
+                Failure::Connect(why)
+            } else {
+                Failure::Transport(why)
+            }
+        })?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(Failure::Status(status.as_u16()));
+        }
+        if response
+            .content_length()
+            .is_some_and(|len| len > self.body_cap as u64)
+        {
+            return Err(Failure::TooLarge(self.body_cap));
+        }
+        let mut bytes = Vec::with_capacity(
+            response
+                .content_length()
+                .map_or(8 * 1024, |len| len as usize),
+        );
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| Failure::Transport(describe(&e)))?
+        {
+            if bytes.len() + chunk.len() > self.body_cap {
+                return Err(Failure::TooLarge(self.body_cap));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        self.protocol.decode(&bytes).map_err(Failure::Decode)
+    }
+}
+
+/// A short, secret-free description of a reqwest error: the innermost cause, read as an IO error
+/// kind where it is one. reqwest's own `Display` carries the url, which may hold credentials.
+fn describe(error: &reqwest::Error) -> String {
+    let mut innermost: &dyn std::error::Error = error;
+    let mut io_kind = None;
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            io_kind = Some(io.kind());
+        }
+        innermost = cause;
+        source = cause.source();
+    }
+    use std::io::ErrorKind as K;
+    match io_kind {
+        Some(K::ConnectionRefused) => "connection refused".into(),
+        Some(K::ConnectionReset) => "connection reset".into(),
+        Some(K::ConnectionAborted) => "connection aborted".into(),
+        Some(K::TimedOut) => "timed out".into(),
+        Some(K::UnexpectedEof) => "connection closed early".into(),
+        _ if error.is_body() || error.is_decode() => {
+            format!("body: {}", truncate(&innermost.to_string(), 120))
+        }
+        _ => truncate(&innermost.to_string(), 120),
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}

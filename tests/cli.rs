@@ -1,0 +1,407 @@
+//! The binary itself: exit codes, the open-bind refusal, `search`, `check`, `demo`, and that no
+//! token ever reaches a log line.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+use support::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_seren-corpus-callosum");
+
+/// The binary with a clean environment: no SEREN_SCC_* of the machine leaks in.
+fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command.args(args).env_clear();
+    if let Ok(tmp) = std::env::var("TMPDIR") {
+        command.env("TMPDIR", tmp);
+    }
+    command
+}
+
+fn write_config(dir: &Path, yaml: &str) -> String {
+    let path = dir.join("seren-corpus-callosum.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path.display().to_string()
+}
+
+async fn run(mut command: Command) -> Output {
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// A running server process whose stderr is read line by line; killed when dropped.
+struct Server {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Server {
+    fn start(mut command: Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (bounded) for a stderr line containing `needle` and returns it.
+    fn wait_for(&mut self, needle: &str) -> String {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!("no line with {needle:?}; saw:\n{}", self.seen.join("\n")),
+            }
+        }
+    }
+
+    /// Stops the process and returns all it wrote to stderr.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(10)) {
+            self.seen.push(line);
+        }
+        self.seen.join("\n")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `http://127.0.0.1:PORT` a server logged it listens on.
+fn listening_url(line: &str) -> String {
+    let start = line.find("http://").unwrap();
+    line[start..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+#[tokio::test]
+async fn an_open_bind_without_a_token_refuses_to_start_with_78() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let output = run({
+        let mut c = command(&["serve", "-c", &config, "--host", "0.0.0.0", "--port", "0"]);
+        c.stdin(Stdio::null());
+        c
+    })
+    .await;
+    assert_eq!(output.status.code(), Some(78));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("REFUSING TO START"), "{stderr}");
+    for way in [
+        "bearer_token",
+        "127.0.0.1",
+        "allow_open_lan",
+        "SEREN_SCC_ALLOW_OPEN_LAN",
+    ] {
+        assert!(stderr.contains(way), "{way}: {stderr}");
+    }
+
+    // The same bind, explicitly allowed, starts and says so loudly.
+    let mut allowed = command(&["-c", &config, "--host", "0.0.0.0", "--port", "0"]);
+    allowed.env("SEREN_SCC_ALLOW_OPEN_LAN", "1");
+    let mut server = Server::start(allowed);
+    server.wait_for("OPEN ON THE NETWORK");
+    server.wait_for("listening on");
+    drop(server);
+
+    // And with a token it starts quietly.
+    let mut guarded = command(&["serve", "-c", &config, "--host", "0.0.0.0", "--port", "0"]);
+    guarded.env("SEREN_SCC_BEARER_TOKEN", "t0ken");
+    let mut server = Server::start(guarded);
+    server.wait_for("bearer token required");
+    server.wait_for("listening on");
+}
+
+#[tokio::test]
+async fn a_malformed_config_stops_the_start_naming_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "federation:\n  k: 60\n  per_store_timeout_s: soon\n",
+    );
+    for args in [
+        vec!["-c", config.as_str()],
+        vec!["check", "-c", config.as_str()],
+        vec!["search", "-c", config.as_str(), "q"],
+    ] {
+        let output = run(command(&args)).await;
+        assert_eq!(output.status.code(), Some(78), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&config)
+                && stderr.contains("federation.per_store_timeout_s")
+                && stderr.contains("line 3"),
+            "{stderr}"
+        );
+    }
+    let output = run(command(&["-c", &config, "--port", "http"])).await;
+    assert_eq!(output.status.code(), Some(2), "clap refuses a bad port");
+}
+
+#[tokio::test]
+async fn search_prints_a_table_or_the_json_answer() {
+    let memory = StubStore::hits(memory_hits(&[("m1", 0.1), ("m2", 0.3)])).await;
+    let loci = StubStore::hits(loci_hits(&[("l1", 0.7)])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &config_yaml(&[
+            ("episodic", "seren_memory", &memory.url, ""),
+            ("facts", "seren_loci", &loci.url, ""),
+            ("gone", "seren_memory", &closed_port_url(), ""),
+        ]),
+    );
+    let output = run(command(&[
+        "search",
+        "-c",
+        &config,
+        "-n",
+        "3",
+        "cuda xavier",
+    ]))
+    .await;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let table = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(
+        lines[0].contains("rrf") && lines[0].contains("store") && lines[0].contains("content"),
+        "{table}"
+    );
+    assert!(
+        lines[1].contains("episodic") && lines[1].contains("#1") && lines[1].contains("memory m1"),
+        "{table}"
+    );
+    assert!(
+        lines[2].contains("facts") && lines[2].contains("key.l1 = v because w"),
+        "{table}"
+    );
+    assert!(table.contains("searched: episodic, facts"), "{table}");
+    assert!(
+        table.contains("failed:   gone: connect: connection refused"),
+        "{table}"
+    );
+
+    let output = run(command(&["search", "-c", &config, "--json", "cuda xavier"])).await;
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(order(&answer), ["episodic:m1", "facts:l1", "episodic:m2"]);
+    assert_eq!(answer["failed"][0]["name"], "gone");
+
+    let output = run(command(&["search", "-c", &config, "-n", "0", "q"])).await;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("n_results must be within 1..=200"));
+}
+
+#[tokio::test]
+async fn check_probes_every_store_one_line_each() {
+    let memory = StubStore::hits(json!([])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let healthy = write_config(
+        dir.path(),
+        &config_yaml(&[("episodic", "seren_memory", &memory.url, "")]),
+    );
+    let output = run(command(&["check", "-c", &healthy])).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(&format!("ok       episodic (seren_memory): {}", memory.url)),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(found)"), "{stdout}");
+
+    let other = tempfile::tempdir().unwrap();
+    let broken = write_config(
+        other.path(),
+        &config_yaml(&[
+            ("episodic", "seren_memory", &memory.url, ""),
+            ("gone", "seren_loci", &closed_port_url(), ""),
+            ("weird", "quantum_brain", "http://127.0.0.1:1", ""),
+            (
+                "resting",
+                "seren_loci",
+                "http://127.0.0.1:1",
+                "enabled: false",
+            ),
+        ]),
+    );
+    let output = run(command(&["check", "-c", &broken])).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains("failed   gone (seren_loci): connect: connection refused"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("skipped  weird (quantum_brain): unknown store type"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("disabled resting (seren_loci)"), "{stdout}");
+
+    let output = run(command(&[
+        "check",
+        "-c",
+        &other.path().join("absent.yaml").display().to_string(),
+    ]))
+    .await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("not found: an empty federation")
+            && stdout.contains("no stores configured"),
+        "{stdout}"
+    );
+}
+
+#[tokio::test]
+async fn demo_serves_a_fused_answer_from_both_sample_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let mut demo = command(&["demo", "-c", &config, "--port", "0"]);
+    demo.env("SEREN_SCC_RUNTIME_STORES", dir.path().join("overlay.json"));
+    let mut server = Server::start(demo);
+    let try_line = server.wait_for("Try:");
+    let url = listening_url(&try_line);
+    let base = url.trim_end_matches("/search");
+    // The curl line works as printed: same url, same body.
+    let body = try_line
+        .split("-d '")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('\'');
+    let answer: Value = reqwest::Client::new()
+        .post(format!("{base}/search"))
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer["stores_searched"],
+        json!(["episodic", "facts"]),
+        "{answer}"
+    );
+    let stores: Vec<&str> = answer["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["store"].as_str().unwrap())
+        .collect();
+    assert!(
+        stores.contains(&"episodic") && stores.contains(&"facts"),
+        "{answer}"
+    );
+    assert_eq!(answer["hits"].as_array().unwrap().len(), 5);
+    let viewer = reqwest::get(format!("{base}/viewer")).await.unwrap();
+    assert_eq!(viewer.status(), 200);
+    assert!(viewer.text().await.unwrap().contains("The Bridge"));
+    // The configured store list is not fanned by the demo; the overlay went where it was told.
+    let added = reqwest::Client::new()
+        .post(format!("{base}/stores"))
+        .json(&json!({"name": "more", "type": "seren_memory", "url": "http://127.0.0.1:9"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), 200);
+    assert!(dir.path().join("overlay.json").exists());
+    assert!(!dir.path().join("runtime-stores.json").exists());
+}
+
+#[tokio::test]
+async fn no_token_reaches_a_log_line() {
+    let memory = StubStore::hits(memory_hits(&[("m1", 0.1)])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &config_yaml(&[(
+            "episodic",
+            "seren_memory",
+            &memory.url,
+            "token: outbound-SECRET-1",
+        )]),
+    );
+    let mut serve = command(&["serve", "-c", &config, "--port", "0"]);
+    serve
+        .env("SEREN_SCC_BEARER_TOKEN", "inbound-SECRET-2")
+        .env("SEREN_SCC_LOG", "debug");
+    let mut server = Server::start(serve);
+    let url = listening_url(&server.wait_for("listening on"));
+    let client = reqwest::Client::new();
+    let wrong = client
+        .post(format!("{url}/search"))
+        .bearer_auth("guess-SECRET-3")
+        .json(&json!({"query": "q"}));
+    assert_eq!(wrong.send().await.unwrap().status(), 401);
+    let search = client
+        .post(format!("{url}/search"))
+        .bearer_auth("inbound-SECRET-2")
+        .json(&json!({"query": "q"}));
+    assert_eq!(search.send().await.unwrap().status(), 200);
+    let add = client
+        .post(format!("{url}/stores"))
+        .bearer_auth("inbound-SECRET-2")
+        .json(&json!({"name": "dead", "type": "seren_loci", "url": format!("{}/", closed_port_url()), "token": "outbound-SECRET-4"}));
+    assert_eq!(add.send().await.unwrap().status(), 200);
+    let search = client
+        .post(format!("{url}/search"))
+        .bearer_auth("inbound-SECRET-2")
+        .json(&json!({"query": "q"}));
+    let answer: Value = search.send().await.unwrap().json().await.unwrap();
+    assert_eq!(answer["failed"][0]["name"], "dead");
+    server.wait_for("store gave nothing");
+    let logs = server.stop();
+    assert!(
+        logs.contains("status=200"),
+        "debug request logs are on: {logs}"
+    );
+    assert!(
+        !logs.contains("SECRET"),
+        "a secret reached the logs:\n{logs}"
+    );
+    assert_eq!(
+        memory.captured()[0].authorization.as_deref(),
+        Some("Bearer outbound-SECRET-1")
+    );
+}

@@ -1,0 +1,289 @@
+//! Test support: scriptable stub stores and a callosum, each a real HTTP server on an ephemeral
+//! loopback port. Nothing here mocks the HTTP layer: every call crosses a real socket.
+
+#![allow(dead_code)] // Each test binary uses a different part of this module.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use seren_corpus_callosum::config::Config;
+use seren_corpus_callosum::federation::Federation;
+use seren_corpus_callosum::http::{self, AppState};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// What a stub store does with a search.
+#[derive(Clone, Debug)]
+pub enum Behaviour {
+    /// Answer 200 with this JSON.
+    Json(Value),
+    /// Answer this status with a small JSON body.
+    Status(u16),
+    /// Answer 200 with this raw body (for non-JSON answers).
+    Raw(&'static str),
+    /// Wait this long, then answer the JSON.
+    Slow(Duration, Value),
+}
+
+/// One request a stub store received.
+#[derive(Clone, Debug)]
+pub struct Captured {
+    pub path: String,
+    pub body: Value,
+    pub authorization: Option<String>,
+}
+
+#[derive(Clone)]
+struct StubState {
+    behaviour: Behaviour,
+    captured: Arc<Mutex<Vec<Captured>>>,
+}
+
+/// A store on loopback that answers as scripted and records what it was sent.
+pub struct StubStore {
+    pub url: String,
+    captured: Arc<Mutex<Vec<Captured>>>,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+impl StubStore {
+    pub async fn start(behaviour: Behaviour) -> Self {
+        let captured = Arc::new(Mutex::new(Vec::new()));
+        let state = StubState {
+            behaviour,
+            captured: captured.clone(),
+        };
+        let router = Router::new().fallback(post(stub_answer)).with_state(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let stop = CancellationToken::new();
+        let cancelled = stop.clone().cancelled_owned();
+        tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(cancelled)
+                .await
+                .unwrap();
+        });
+        Self {
+            url,
+            captured,
+            _stop: stop.drop_guard(),
+        }
+    }
+
+    /// A store answering these hits.
+    pub async fn hits(hits: Value) -> Self {
+        Self::start(Behaviour::Json(json!({ "hits": hits }))).await
+    }
+
+    /// Every request received so far.
+    pub fn captured(&self) -> Vec<Captured> {
+        self.captured.lock().unwrap().clone()
+    }
+}
+
+async fn stub_answer(
+    State(state): State<StubState>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    state.captured.lock().unwrap().push(Captured {
+        path: uri.path().to_owned(),
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        authorization: headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+    });
+    match state.behaviour {
+        Behaviour::Json(value) => axum::Json(value).into_response(),
+        Behaviour::Status(code) => (
+            StatusCode::from_u16(code).unwrap(),
+            axum::Json(json!({"detail": "scripted"})),
+        )
+            .into_response(),
+        Behaviour::Raw(text) => ([("content-type", "application/json")], text).into_response(),
+        Behaviour::Slow(wait, value) => {
+            tokio::time::sleep(wait).await;
+            axum::Json(value).into_response()
+        }
+    }
+}
+
+/// Memory-shaped hits with the given ids and distances.
+pub fn memory_hits(items: &[(&str, f64)]) -> Value {
+    Value::Array(
+        items
+            .iter()
+            .map(|(id, d)| {
+                json!({"id": id, "content": format!("memory {id}"), "tier": "short", "topic": "t",
+                       "score": 1.0 / (1.0 + d), "raw_distance": d, "metadata": {}})
+            })
+            .collect(),
+    )
+}
+
+/// Loci-shaped hits with the given ids and scores.
+pub fn loci_hits(items: &[(&str, f64)]) -> Value {
+    Value::Array(
+        items
+            .iter()
+            .map(|(id, score)| {
+                json!({"id": id, "project": "p", "key": format!("key.{id}"), "value": "v", "why": "w",
+                       "score": score, "match_kind": "lexical", "source": "user", "raw_distance": null})
+            })
+            .collect(),
+    )
+}
+
+/// A callosum served on loopback from a config written into its own temp directory.
+pub struct Callosum {
+    pub url: String,
+    pub dir: Arc<tempfile::TempDir>,
+    pub client: reqwest::Client,
+    pub federation: Arc<Federation>,
+    stop: CancellationToken,
+}
+
+impl Drop for Callosum {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Callosum {
+    /// Starts a callosum whose config file holds `yaml`.
+    pub async fn start(yaml: &str) -> Self {
+        Self::start_in(Arc::new(tempfile::tempdir().unwrap()), yaml).await
+    }
+
+    /// Starts a callosum in `dir` (a restart reuses the directory, and so the overlay).
+    pub async fn start_in(dir: Arc<tempfile::TempDir>, yaml: &str) -> Self {
+        let path = dir.path().join("seren-corpus-callosum.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        let config = Config::load_from(&path, &|_| None).unwrap();
+        Self::start_with(dir, config).await
+    }
+
+    pub async fn start_with(dir: Arc<tempfile::TempDir>, config: Config) -> Self {
+        let federation = Arc::new(Federation::new(config).unwrap());
+        let router = http::router(AppState::new(federation.clone()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let stop = CancellationToken::new();
+        let cancelled = stop.clone().cancelled_owned();
+        tokio::spawn(async move {
+            http::serve(listener, router, cancelled).await.unwrap();
+        });
+        Self {
+            url,
+            dir,
+            client: reqwest::Client::new(),
+            federation,
+            stop,
+        }
+    }
+
+    pub fn overlay_path(&self) -> PathBuf {
+        self.dir.path().join("runtime-stores.json")
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("seren-corpus-callosum.yaml")
+    }
+
+    /// POST /search and return (status, body).
+    pub async fn search(&self, query: &str, n: Option<i64>) -> (u16, Value) {
+        self.post("/search", json!({"query": query, "n_results": n}))
+            .await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        read(response).await
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        read(
+            self.client
+                .get(format!("{}{path}", self.url))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    pub async fn delete(&self, path: &str) -> (u16, Value) {
+        read(
+            self.client
+                .delete(format!("{}{path}", self.url))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+}
+
+async fn read(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, body)
+}
+
+/// A config with these `(name, type, url, extra yaml lines)` stores and a short timeout.
+pub fn config_yaml(stores: &[(&str, &str, &str, &str)]) -> String {
+    let mut yaml = String::from("federation:\n  per_store_timeout_s: 2.0\n  stores:\n");
+    for (name, kind, url, extra) in stores {
+        yaml.push_str(&format!(
+            "    - name: {name}\n      type: {kind}\n      url: {url}\n"
+        ));
+        for line in extra.lines().filter(|l| !l.trim().is_empty()) {
+            yaml.push_str(&format!("      {}\n", line.trim()));
+        }
+    }
+    yaml
+}
+
+/// The ids of a search answer's hits, as `store:id`.
+pub fn order(answer: &Value) -> Vec<String> {
+    answer["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            format!(
+                "{}:{}",
+                h["store"].as_str().unwrap(),
+                h["id"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// A loopback port with nothing listening on it.
+pub fn closed_port_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}")
+}
+
+pub fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
