@@ -177,24 +177,31 @@ impl Refusal {
 /// request bodies and on store answers alike.
 pub fn decode_json<'de, T: Deserialize<'de>>(body: &'de [u8]) -> Result<T, String> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let value: T = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
-        let path = e.path().to_string();
-        // serde_json appends "at line L column C"; the path says more, and short reasons read
-        // better in a `failed` entry.
-        let message = e.into_inner().to_string();
-        let message = message
-            .split(" at line ")
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-        if path == "." {
-            message
-        } else {
-            format!("{path}: {message}")
-        }
-    })?;
+    let value: T = serde_path_to_error::deserialize(&mut deserializer).map_err(describe)?;
     deserializer
         .end()
         .map_err(|_| "trailing characters after the JSON value".to_owned())?;
     Ok(value)
+}
+
+/// Decodes an already parsed JSON value as `T` (MCP tool arguments), with the same messages.
+pub fn decode_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(describe)
+}
+
+fn describe(error: serde_path_to_error::Error<serde_json::Error>) -> String {
+    let path = error.path().to_string();
+    // serde_json appends "at line L column C"; the path says more, and short reasons read better
+    // in a `failed` entry or a tool error.
+    let message = error.into_inner().to_string();
+    let message = message
+        .split(" at line ")
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    if path == "." {
+        message
+    } else {
+        format!("{path}: {message}")
+    }
 }

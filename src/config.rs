@@ -112,6 +112,9 @@ pub struct Server {
     /// The inbound bearer token; `None` means no auth.
     pub token: Option<Secret>,
     pub allow_open_lan: bool,
+    /// Extra `Host` header values `/mcp` accepts besides loopback names (a proxy's or a LAN name);
+    /// `*` turns the check off.
+    pub mcp_allowed_hosts: Vec<String>,
 }
 
 /// The `tls:` block.
@@ -445,6 +448,7 @@ struct FileServer {
     bearer_token: Option<String>,
     bearer_token_env: Option<String>,
     allow_open_lan: Option<Flag>,
+    mcp_allowed_hosts: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -641,6 +645,7 @@ impl Config {
             port: s.port.unwrap_or(7423),
             token: None,
             allow_open_lan: s.allow_open_lan.is_some_and(|f| f.0),
+            mcp_allowed_hosts: s.mcp_allowed_hosts.unwrap_or_default(),
         };
         let mut inline = s.bearer_token;
         let mut token_env = s.bearer_token_env;
@@ -657,6 +662,14 @@ impl Config {
                 name: "SEREN_SCC_PORT",
                 message: format!("expected a port number 0..=65535, got {port:?}"),
             })?;
+        }
+        if let Some(hosts) = env("SEREN_SCC_MCP_ALLOWED_HOSTS") {
+            server.mcp_allowed_hosts = hosts
+                .split(',')
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+                .map(str::to_owned)
+                .collect();
         }
         if let Some(token) = env("SEREN_SCC_BEARER_TOKEN") {
             inline = Some(token);
@@ -755,13 +768,18 @@ pub struct NewStore {
     /// The store's base url, `http://` or `https://`.
     pub url: String,
     /// Cross-store trust: every score of this store is multiplied by it. Default 1.0.
+    // The schema says "number" (not "number or null"): type arrays trip some MCP hosts.
     #[serde(default)]
+    #[schemars(with = "f64")]
     pub weight: Option<f64>,
     /// Relevance floor applied before ranking, 0..=1. Default 0 (trust the store's order).
     #[serde(default)]
+    #[schemars(with = "f64", range(min = 0.0, max = 1.0))]
     pub floor: Option<f64>,
-    /// Outbound bearer token the callosum sends to this store.
+    /// Outbound bearer token the callosum sends to this store. Stored in the runtime overlay file
+    /// (mode 0600) and never shown again.
     #[serde(default)]
+    #[schemars(with = "String")]
     pub token: Option<String>,
 }
 
@@ -993,6 +1011,12 @@ mod tests {
         assert_eq!(config.server.host, "0.0.0.0");
         assert!(config.server.allow_open_lan);
         assert_eq!(config.server.token.as_ref().unwrap().expose(), "s3cret");
+        let hosts = parse_env(
+            "server:\n  mcp_allowed_hosts: [a.example]\n",
+            &[("SEREN_SCC_MCP_ALLOWED_HOSTS", " b.example, ,c.example")],
+        )
+        .unwrap();
+        assert_eq!(hosts.server.mcp_allowed_hosts, ["b.example", "c.example"]);
         assert_eq!(config.overlay_path, Path::new("/tmp/o.json"));
 
         let inline = parse_env(

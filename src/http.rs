@@ -21,6 +21,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio_util::sync::CancellationToken;
 
 /// The largest request body accepted, in bytes.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -36,13 +37,19 @@ pub struct AppState {
     pub federation: Arc<Federation>,
     /// The inbound bearer token; `None` means no auth.
     pub token: Option<Secret>,
+    /// Cancelled at shutdown: ends MCP sessions and streams so graceful shutdown never hangs.
+    pub shutdown: CancellationToken,
 }
 
 impl AppState {
     /// The state for a federation, with the token its configuration names.
     pub fn new(federation: Arc<Federation>) -> Self {
         let token = federation.config().server.token.clone();
-        Self { federation, token }
+        Self {
+            federation,
+            token,
+            shutdown: CancellationToken::new(),
+        }
     }
 }
 
@@ -79,6 +86,8 @@ impl IntoResponse for ApiError {
 /// The whole REST surface. Tests drive it in-process or on a loopback listener.
 pub fn router(state: AppState) -> Router {
     let token = state.token.clone();
+    // MCP over streamable HTTP answers at `/mcp` and at `/mcp/` (where the Python service lives).
+    let mcp = crate::mcp::http_service(state.federation.clone(), state.shutdown.child_token());
     Router::new()
         .route("/", get(root))
         .route("/health", get(health))
@@ -87,6 +96,8 @@ pub fn router(state: AppState) -> Router {
         .route("/stores/{name}", delete(remove_store))
         .route("/viewer", get(viewer))
         .route("/viewer/", get(viewer))
+        .route_service("/mcp", mcp.clone())
+        .route_service("/mcp/", mcp)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)

@@ -15,6 +15,7 @@
 //! - [`api`]: the wire types both edges speak.
 //! - [`federation`]: the one core both edges call: fan out, collect failures, fuse, answer.
 //! - [`http`]: the REST routes, auth, and request ids.
+//! - [`mcp`]: the four MCP tools over stdio and streamable HTTP (the only module that knows rmcp).
 //! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
 
 pub mod api;
@@ -23,6 +24,7 @@ pub mod demo;
 pub mod federation;
 pub mod fusion;
 pub mod http;
+pub mod mcp;
 pub mod overlay;
 pub mod roster;
 pub mod store;

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use seren_corpus_callosum::config::{Config, Exposure};
 use seren_corpus_callosum::federation::Federation;
 use seren_corpus_callosum::http::{self, AppState};
-use seren_corpus_callosum::{api, demo};
+use seren_corpus_callosum::{api, demo, mcp};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -44,6 +44,17 @@ enum Command {
     Check(ConfigArg),
     /// Start two sample stores in-process and serve the callosum in front of them.
     Demo(ServeArgs),
+    /// Serve MCP on stdin/stdout, for hosts that spawn the server (Claude Desktop, VS Code, ...).
+    Stdio(StdioArgs),
+}
+
+#[derive(Args)]
+struct StdioArgs {
+    #[command(flatten)]
+    serve: ServeArgs,
+    /// Also serve the REST API, the viewer and /mcp over HTTP (server.host:server.port).
+    #[arg(long)]
+    http: bool,
 }
 
 #[derive(Args, Clone)]
@@ -82,6 +93,8 @@ struct SearchArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // stdout is the answer (search, check) or the MCP channel (stdio): logs stay on stderr, and
+    // the one-shot commands log only errors.
     let quiet = matches!(cli.command, Some(Command::Search(_) | Command::Check(_)));
     init_logging(if quiet { "error" } else { "info" });
     let runtime = match tokio::runtime::Runtime::new() {
@@ -98,6 +111,7 @@ fn main() -> ExitCode {
             Some(Command::Search(args)) => search(args).await,
             Some(Command::Check(args)) => check(args).await,
             Some(Command::Demo(args)) => run_demo(args).await,
+            Some(Command::Stdio(args)) => stdio(args).await,
         }
     });
     match result {
@@ -223,7 +237,9 @@ async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<Ex
         eprintln!("{}", banner.replace("{addr}", &addr.to_string()));
     }
     let shutdown = CancellationToken::new();
-    let router = http::router(AppState::new(federation));
+    let mut state = AppState::new(federation);
+    state.shutdown = shutdown.clone();
+    let router = http::router(state);
     let signal = shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;
@@ -231,6 +247,51 @@ async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<Ex
         signal.cancel();
     });
     http::serve(listener, router, shutdown.cancelled_owned()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// MCP on stdin/stdout until the host closes stdin; with `--http`, the HTTP surface beside it on
+/// the same live roster.
+async fn stdio(args: StdioArgs) -> anyhow::Result<ExitCode> {
+    let mut config = match load_config(&args.serve.config) {
+        Ok(config) => config,
+        Err(code) => return Ok(code),
+    };
+    apply_bind_overrides(&mut config, &args.serve);
+    if args.http
+        && let Err(code) = check_exposure(&config)
+    {
+        return Ok(code);
+    }
+    let federation = Arc::new(Federation::new(config)?);
+    let shutdown = CancellationToken::new();
+    let sidecar = if args.http {
+        let server = &federation.config().server;
+        let (host, port) = (server.host.clone(), server.port);
+        let listener = tokio::net::TcpListener::bind((host.as_str(), port))
+            .await
+            .with_context(|| format!("cannot listen on {host}:{port}"))?;
+        tracing::info!(
+            "HTTP sidecar listening on http://{}",
+            listener.local_addr()?
+        );
+        let mut state = AppState::new(federation.clone());
+        state.shutdown = shutdown.clone();
+        let router = http::router(state);
+        Some(tokio::spawn(http::serve(
+            listener,
+            router,
+            shutdown.clone().cancelled_owned(),
+        )))
+    } else {
+        None
+    };
+    let served = mcp::serve_stdio(federation).await;
+    shutdown.cancel();
+    if let Some(sidecar) = sidecar {
+        sidecar.await??;
+    }
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 

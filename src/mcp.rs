@@ -1,0 +1,310 @@
+//! The MCP edge: the four tools (`search`, `list_stores`, `add_store`, `remove_store`) as thin
+//! adapters over the shared [`Federation`], served over stdio and over streamable HTTP at `/mcp`.
+//!
+//! This is the only module that knows rmcp. Every tool works on the live roster, so a store added
+//! through any surface is fanned by every surface on its next search. Tool arguments are decoded
+//! here (not by rmcp's extractor) so that a bad argument is a tool error the model can read and fix,
+//! with the same message REST gives, never a protocol error.
+
+use crate::api::{Added, Refusal, Removed, SearchAnswer, Stores, decode_value};
+use crate::config::{NewStore, Server};
+use crate::federation::Federation;
+use rmcp::handler::server::common::schema_for_input;
+use rmcp::handler::server::wrapper::Json;
+use rmcp::model::{Implementation, JsonObject, ServerCapabilities, ServerConfig};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What the server tells a host about itself when it connects.
+const INSTRUCTIONS: &str = "seren-corpus-callosum federates several memory stores (facts, episodes, \
+other callosums) into one ranked recall list. Call `search` first for anything the user may have told \
+you before or that may be on record; it goes broad across every store at once and says where each hit \
+came from. Reach for a single store's own tool (recall, search_loci) only when you know which one you \
+want. `list_stores` shows what is fanned; `add_store` and `remove_store` change that live.";
+
+/// The arguments of `search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchArgs {
+    /// What to recall, in plain words (a question, a name, a topic). Up to 8 KiB.
+    pub query: String,
+    /// How many fused hits to return, 1..=200. Default: the callosum's configured n_results (10).
+    #[serde(default)]
+    #[schemars(with = "u32", range(min = 1, max = 200))]
+    pub n_results: Option<i64>,
+}
+
+/// The arguments of `remove_store`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RemoveArgs {
+    /// The name of a store added at run time (config-file stores cannot be removed here).
+    pub name: String,
+}
+
+/// The MCP server: a handle on the shared federation. Cloned per session; cheap.
+#[derive(Clone)]
+pub struct CallosumMcp {
+    federation: Arc<Federation>,
+}
+
+impl CallosumMcp {
+    pub fn new(federation: Arc<Federation>) -> Self {
+        Self { federation }
+    }
+}
+
+/// A tool's input schema, checked to be object-rooted. The check runs on the first `tools/list`;
+/// a unit test lists the tools so a bad schema fails the build's tests, not a host.
+fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    schema_for_input::<T>().unwrap_or_else(|e| panic!("bad input schema: {e}"))
+}
+
+/// Decodes tool arguments, as a tool error naming the field when they do not fit.
+fn arguments<T: serde::de::DeserializeOwned>(arguments: JsonObject) -> Result<T, String> {
+    decode_value(serde_json::Value::Object(arguments))
+        .map_err(|why| format!("invalid arguments: {why}"))
+}
+
+fn refused(refusal: Refusal) -> String {
+    refusal.detail
+}
+
+#[tool_router]
+impl CallosumMcp {
+    /// Search every connected memory store at once and get one ranked list.
+    #[tool(
+        name = "search",
+        description = "Search every memory store this callosum fans (facts, episodic memories, other \
+callosums) at once and get ONE ranked list. Call this first, before a single store's own recall tool: \
+it goes broad and tells you where each hit came from. Each hit has `content` (the text), `store` (which \
+store), `store_rank` (its rank there), `score` (the fused rank score it was ordered by) and the store's \
+own numbers. `failed` and `skipped` name stores that did not answer and why, so you know what the list \
+may be missing. Read-only.",
+        input_schema = input_schema::<SearchArgs>(),
+        annotations(
+            title = "Search all memory stores",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
+    )]
+    async fn search(&self, args: JsonObject) -> Result<Json<SearchAnswer>, String> {
+        let args: SearchArgs = arguments(args)?;
+        let answer = self.federation.search(&args.query, args.n_results, 0).await;
+        answer.map(Json).map_err(refused)
+    }
+
+    /// List the stores and whether each is fanned.
+    #[tool(
+        name = "list_stores",
+        description = "List every configured memory store: its name, type, url, weight, floor, whether \
+it is fanned (`status`: active, disabled, or skipped with a reason) and whether it was added at run \
+time (`managed`, removable with remove_store). Also the known store `types` for add_store. Read-only.",
+        annotations(
+            title = "List memory stores",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn list_stores(&self) -> Result<Json<Stores>, String> {
+        Ok(Json(self.federation.stores()))
+    }
+
+    /// Add a store to the fan, live.
+    #[tool(
+        name = "add_store",
+        description = "Add a memory store to the fan, live: it is searched from the very next search, \
+and kept across restarts (in the runtime overlay, never in the config file). `type` is one of the types \
+list_stores shows (seren_memory for a SerenMemory, seren_loci for a SerenLoci, seren_callosum for \
+another callosum). Only changes which stores are read, never what is in them. Fails with a clear \
+message on a duplicate name, an unknown type, or a url that is not http(s).",
+        input_schema = input_schema::<NewStore>(),
+        annotations(
+            title = "Add a memory store",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
+    )]
+    async fn add_store(&self, args: JsonObject) -> Result<Json<Added>, String> {
+        let new: NewStore = arguments(args)?;
+        self.federation
+            .add_store(new)
+            .await
+            .map(Json)
+            .map_err(refused)
+    }
+
+    /// Remove a store that was added at run time.
+    #[tool(
+        name = "remove_store",
+        description = "Stop fanning a store that was added at run time (managed: true in list_stores). \
+It is not searched from the next search on and is dropped from the runtime overlay. Stores from the \
+config file cannot be removed here. The store's data is untouched.",
+        input_schema = input_schema::<RemoveArgs>(),
+        annotations(
+            title = "Remove a memory store",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn remove_store(&self, args: JsonObject) -> Result<Json<Removed>, String> {
+        let args: RemoveArgs = arguments(args)?;
+        self.federation
+            .remove_store(args.name.trim())
+            .await
+            .map(Json)
+            .map_err(refused)
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for CallosumMcp {
+    fn get_info(&self) -> ServerConfig {
+        // Named explicitly: left alone, rmcp reports itself ("rmcp") as the server.
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "seren-corpus-callosum",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+/// Why MCP over stdio stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+#[error("MCP over stdio: {0}")]
+pub struct StdioError(String);
+
+/// Serves MCP on stdin/stdout until the host closes stdin.
+pub async fn serve_stdio(federation: Arc<Federation>) -> Result<(), StdioError> {
+    let running = CallosumMcp::new(federation)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| StdioError(e.to_string()))?;
+    let reason = running
+        .waiting()
+        .await
+        .map_err(|e| StdioError(e.to_string()))?;
+    tracing::info!(?reason, "MCP stdio session ended");
+    Ok(())
+}
+
+/// The `Host` header values `/mcp` accepts: loopback names, the bound host (unless it is a
+/// wildcard), and the configured extras. `*` among the extras turns the check off (behind a proxy
+/// that rewrites Host, say).
+pub fn allowed_hosts(server: &Server) -> Option<Vec<String>> {
+    if server.mcp_allowed_hosts.iter().any(|h| h == "*") {
+        return None;
+    }
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+        .map(str::to_owned)
+        .to_vec();
+    let bound = server
+        .host
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let bound = (!matches!(bound, "0.0.0.0" | "::" | "")).then(|| bound.to_owned());
+    for host in bound
+        .into_iter()
+        .chain(server.mcp_allowed_hosts.iter().cloned())
+    {
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    Some(hosts)
+}
+
+/// MCP over streamable HTTP, as a service to mount at `/mcp` (it answers on any path it is given).
+/// Cancelling `shutdown` ends every session and open stream, so the server's graceful shutdown
+/// never waits on them.
+pub fn http_service(
+    federation: Arc<Federation>,
+    shutdown: CancellationToken,
+) -> StreamableHttpService<CallosumMcp, LocalSessionManager> {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown)
+        .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES);
+    config = match allowed_hosts(&federation.config().server) {
+        Some(hosts) => config.with_allowed_hosts(hosts),
+        None => config.disable_allowed_hosts(),
+    };
+    StreamableHttpService::new(
+        move || Ok(CallosumMcp::new(federation.clone())),
+        LocalSessionManager::default().into(),
+        config,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_lists_with_an_object_schema_and_honest_annotations() {
+        let tools = CallosumMcp::tool_router().list_all();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names.len(), 4);
+        for name in ["search", "list_stores", "add_store", "remove_store"] {
+            assert!(names.contains(&name), "{name}: {names:?}");
+        }
+        for tool in &tools {
+            assert_eq!(
+                tool.input_schema.get("type").and_then(|t| t.as_str()),
+                Some("object")
+            );
+            assert!(
+                tool.output_schema.is_some(),
+                "{} has an output schema",
+                tool.name
+            );
+            assert!(tool.description.as_ref().is_some_and(|d| d.len() > 80));
+            let annotations = tool.annotations.as_ref().expect("annotations");
+            let read_only = annotations.read_only_hint == Some(true);
+            match tool.name.as_ref() {
+                "search" | "list_stores" => assert!(read_only),
+                "remove_store" => assert_eq!(annotations.destructive_hint, Some(true)),
+                _ => assert!(!read_only),
+            }
+        }
+        let search = tools.iter().find(|t| t.name == "search").unwrap();
+        let schema = serde_json::Value::Object(search.input_schema.as_ref().clone());
+        assert_eq!(schema["required"], serde_json::json!(["query"]));
+        assert_eq!(schema["properties"]["n_results"]["type"], "integer");
+    }
+
+    #[test]
+    fn allowed_hosts_extend_loopback() {
+        let mut server = crate::config::Config::empty(std::path::Path::new("x.yaml")).server;
+        assert_eq!(
+            allowed_hosts(&server).unwrap(),
+            ["localhost", "127.0.0.1", "::1"]
+        );
+        server.host = "0.0.0.0".into();
+        server.mcp_allowed_hosts = vec!["callosum.lan".into()];
+        assert_eq!(
+            allowed_hosts(&server).unwrap(),
+            ["localhost", "127.0.0.1", "::1", "callosum.lan"]
+        );
+        server.host = "10.0.0.5".into();
+        assert!(
+            allowed_hosts(&server)
+                .unwrap()
+                .contains(&"10.0.0.5".to_owned())
+        );
+        server.mcp_allowed_hosts.push("*".into());
+        assert_eq!(allowed_hosts(&server), None);
+    }
+}

@@ -1,0 +1,549 @@
+//! MCP, proven with rmcp's own client: over stdio against the real binary (a spawned process) and
+//! over streamable HTTP against a callosum on a loopback port.
+
+mod support;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::{Value, json};
+use support::*;
+
+type Client = RunningService<RoleClient, ()>;
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(object) => object,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(object(arguments)))
+        .await
+        .unwrap_or_else(|e| panic!("{tool} failed at the protocol level: {e}"))
+}
+
+/// The structured content, after checking the text block says the same.
+fn structured(result: &CallToolResult) -> Value {
+    assert_ne!(
+        result.is_error,
+        Some(true),
+        "unexpected tool error: {result:?}"
+    );
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structured content");
+    let text = result.content[0]
+        .as_text()
+        .expect("a text block")
+        .text
+        .clone();
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), structured);
+    structured
+}
+
+fn error_text(result: &CallToolResult) -> String {
+    assert_eq!(
+        result.is_error,
+        Some(true),
+        "expected a tool error: {result:?}"
+    );
+    result.content[0]
+        .as_text()
+        .expect("a text block")
+        .text
+        .clone()
+}
+
+async fn http_client(url: &str, token: Option<&str>) -> Result<Client, String> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp"));
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Lists the tools and exercises all four through `client`, against stores on `callosum`'s roster.
+async fn exercise_all_tools(client: &Client, callosum: &Callosum, extra_url: &str) {
+    let info = client.peer_info().expect("peer info");
+    let server = info.server_info.as_ref().expect("server info");
+    assert_eq!(server.name, "seren-corpus-callosum");
+    assert_eq!(server.version, env!("CARGO_PKG_VERSION"));
+    let tools = client.list_all_tools().await.unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["add_store", "list_stores", "remove_store", "search"]
+    );
+
+    let answer = structured(&call(client, "search", json!({"query": "q", "n_results": 3})).await);
+    assert_eq!(order(&answer), ["episodic:m1", "facts:l1", "episodic:m2"]);
+    assert_eq!(answer["hits"][0]["store_rank"], 1);
+
+    let stores = structured(&call(client, "list_stores", json!({})).await);
+    assert_eq!(stores["active"], 2);
+    assert_eq!(
+        stores["types"],
+        json!(["seren_callosum", "seren_loci", "seren_memory"])
+    );
+
+    // Bad arguments and refused changes are tool errors with REST's words.
+    assert_eq!(
+        error_text(&call(client, "search", json!({})).await),
+        "invalid arguments: missing field `query`"
+    );
+    assert_eq!(
+        error_text(&call(client, "search", json!({"query": "q", "n_results": 0})).await),
+        "n_results must be within 1..=200, got 0"
+    );
+    assert_eq!(
+        error_text(&call(client, "search", json!({"query": "  "})).await),
+        "query must not be empty"
+    );
+    assert_eq!(
+        error_text(
+            &call(
+                client,
+                "add_store",
+                json!({"name": "episodic", "type": "seren_memory", "url": "http://x"})
+            )
+            .await
+        ),
+        "a store named 'episodic' already exists"
+    );
+    assert!(
+        error_text(
+            &call(
+                client,
+                "add_store",
+                json!({"name": "z", "type": "quantum", "url": "http://x"})
+            )
+            .await
+        )
+        .starts_with("unknown store type 'quantum'; known types: [")
+    );
+    assert_eq!(
+        error_text(
+            &call(
+                client,
+                "add_store",
+                json!({"name": "z", "type": "seren_loci", "url": "http://x", "weight": "heavy"})
+            )
+            .await
+        ),
+        "invalid arguments: weight: invalid type: string \"heavy\", expected f64"
+    );
+    assert!(
+        error_text(&call(client, "remove_store", json!({"name": "episodic"})).await)
+            .contains("is a base (config) store")
+    );
+    assert_eq!(
+        error_text(&call(client, "remove_store", json!({"name": "ghost"})).await),
+        "no store named 'ghost'"
+    );
+
+    // The live roster: added through MCP, fanned by REST's next search, and back.
+    let added = structured(
+        &call(
+            client,
+            "add_store",
+            json!({"name": "extra", "type": "seren_memory", "url": extra_url, "weight": 0.5}),
+        )
+        .await,
+    );
+    assert_eq!(added, json!({"ok": true, "added": "extra", "active": 3}));
+    let (_, rest_answer) = callosum.search("q", Some(10)).await;
+    assert!(
+        order(&rest_answer).contains(&"extra:x1".to_owned()),
+        "{rest_answer}"
+    );
+    let removed = structured(&call(client, "remove_store", json!({"name": "extra"})).await);
+    assert_eq!(
+        removed,
+        json!({"ok": true, "removed": "extra", "active": 2})
+    );
+    let (status, _) = callosum
+        .post(
+            "/stores",
+            json!({"name": "from-rest", "type": "seren_memory", "url": extra_url}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let answer = structured(&call(client, "search", json!({"query": "q"})).await);
+    assert!(
+        order(&answer).contains(&"from-rest:x1".to_owned()),
+        "{answer}"
+    );
+    assert_eq!(callosum.delete("/stores/from-rest").await.0, 200);
+}
+
+async fn two_stores() -> (StubStore, StubStore, StubStore) {
+    (
+        StubStore::hits(memory_hits(&[("m1", 0.1), ("m2", 0.2)])).await,
+        StubStore::hits(loci_hits(&[("l1", 0.9)])).await,
+        StubStore::hits(memory_hits(&[("x1", 0.1)])).await,
+    )
+}
+
+#[tokio::test]
+async fn all_four_tools_over_streamable_http() {
+    let (memory, loci, extra) = two_stores().await;
+    let callosum = Callosum::start(&config_yaml(&[
+        ("episodic", "seren_memory", &memory.url, ""),
+        ("facts", "seren_loci", &loci.url, ""),
+    ]))
+    .await;
+    let client = http_client(&callosum.url, None).await.unwrap();
+    exercise_all_tools(&client, &callosum, &extra.url).await;
+    client.cancel().await.unwrap();
+    // The Python service's address, with the trailing slash, answers too.
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp/", callosum.url));
+    config = config.auth_header("unused");
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn mcp_over_http_is_behind_the_token() {
+    let (memory, loci, _) = two_stores().await;
+    let yaml = format!(
+        "server:\n  bearer_token: mcp-SECRET\n{}",
+        config_yaml(&[
+            ("episodic", "seren_memory", &memory.url, ""),
+            ("facts", "seren_loci", &loci.url, "")
+        ])
+    );
+    let callosum = Callosum::start(&yaml).await;
+    let refused = callosum
+        .client
+        .post(format!("{}/mcp", callosum.url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    assert_eq!(refused.headers()["www-authenticate"], "Bearer");
+    assert!(
+        http_client(&callosum.url, None).await.is_err(),
+        "no token, no session"
+    );
+    assert!(http_client(&callosum.url, Some("wrong")).await.is_err());
+    let client = http_client(&callosum.url, Some("mcp-SECRET"))
+        .await
+        .unwrap();
+    let answer = structured(&call(&client, "search", json!({"query": "q"})).await);
+    assert_eq!(answer["stores_searched"], json!(["episodic", "facts"]));
+}
+
+#[tokio::test]
+async fn a_foreign_host_header_is_refused() {
+    let callosum = Callosum::start("").await;
+    let response = callosum
+        .client
+        .post(format!("{}/mcp", callosum.url))
+        .header("host", "evil.example")
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+}
+
+#[tokio::test]
+async fn all_four_tools_over_stdio_against_the_real_binary() {
+    let (memory, loci, extra) = two_stores().await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let yaml = config_yaml(&[
+        ("episodic", "seren_memory", &memory.url, ""),
+        ("facts", "seren_loci", &loci.url, ""),
+    ]);
+    let config_path = dir.path().join("seren-corpus-callosum.yaml");
+    std::fs::write(&config_path, &yaml).unwrap();
+    // The REST side of the same roster: a callosum on the same config and overlay file.
+    let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_seren-corpus-callosum"))
+        .configure(|c| {
+            c.arg("stdio")
+                .arg("-c")
+                .arg(&config_path)
+                .env_clear()
+                .env("SEREN_SCC_LOG", "warn");
+        });
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 4);
+    let answer = structured(&call(&client, "search", json!({"query": "q", "n_results": 3})).await);
+    assert_eq!(order(&answer), ["episodic:m1", "facts:l1", "episodic:m2"]);
+    // A store added over stdio lands in the overlay file, so it persists and REST sees it.
+    structured(
+        &call(
+            &client,
+            "add_store",
+            json!({"name": "extra", "type": "seren_memory", "url": extra.url}),
+        )
+        .await,
+    );
+    let overlay = read_json(&dir.path().join("runtime-stores.json"));
+    assert_eq!(overlay[0]["name"], "extra");
+    let rest = Callosum::start_in(dir.clone(), &yaml).await;
+    let (_, answer) = rest.search("q", None).await;
+    assert!(order(&answer).contains(&"extra:x1".to_owned()), "{answer}");
+    assert_eq!(
+        error_text(&call(&client, "search", json!({"n_results": 2})).await),
+        "invalid arguments: missing field `query`"
+    );
+    // Closing stdin ends the server promptly, and it wrote nothing but MCP to stdout.
+    client.cancel().await.unwrap();
+    if let Some(mut stderr) = stderr {
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text)
+            .await
+            .unwrap();
+        assert!(!text.contains("panicked"), "{text}");
+    }
+}
+
+/// A raw stdio session: the binary's stdin and stdout as pipes, for checks rmcp's client hides.
+struct RawStdio {
+    child: std::process::Child,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl RawStdio {
+    fn start(args: &[&str]) -> Self {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_seren-corpus-callosum"))
+            .args(args)
+            .env_clear()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        Self { child, stdout }
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Reads stdout lines until the answer with `id`; every line must be JSON-RPC.
+    fn answer(&mut self, id: u64) -> Value {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "stdout closed"
+            );
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("not JSON-RPC on stdout: {line:?}: {e}"));
+            assert_eq!(message["jsonrpc"], "2.0", "{message}");
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// Closes stdin and waits for the process to exit (bounded), returning its status and stderr.
+    fn close(mut self) -> (std::process::ExitStatus, String) {
+        drop(self.child.stdin.take());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not exit after stdin closed"
+            );
+            std::thread::yield_now();
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(self.child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        (status, stderr)
+    }
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+}
+
+#[tokio::test]
+async fn stdio_speaks_only_json_rpc_on_stdout_and_exits_when_stdin_closes() {
+    let memory = StubStore::hits(memory_hits(&[("m1", 0.1)])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.yaml");
+    // A warning-worthy config, so the process has something to log (to stderr).
+    std::fs::write(
+        &config,
+        format!(
+            "{}unknown_key: 1\n",
+            config_yaml(&[("episodic", "seren_memory", &memory.url, "")])
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let session = tokio::task::spawn_blocking(move || {
+        let mut raw = RawStdio::start(&["stdio", "-c", &config]);
+        raw.send(initialize());
+        let init = raw.answer(1);
+        assert_eq!(
+            init["result"]["serverInfo"]["name"],
+            "seren-corpus-callosum"
+        );
+        assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "q"}}}));
+        let answer = raw.answer(2);
+        assert_eq!(
+            answer["result"]["structuredContent"]["hits"][0]["id"], "m1",
+            "{answer}"
+        );
+        raw.close()
+    });
+    let (status, stderr) = session.await.unwrap();
+    assert!(status.success(), "{status:?}: {stderr}");
+    assert!(
+        stderr.contains("unknown key 'unknown_key'"),
+        "logs go to stderr: {stderr}"
+    );
+}
+
+#[tokio::test]
+async fn stdio_with_http_shares_one_live_roster() {
+    let extra = StubStore::hits(memory_hits(&[("x1", 0.1)])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.yaml");
+    std::fs::write(&config, "").unwrap();
+    let config = config.display().to_string();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut raw = RawStdio::start(&[
+        "stdio",
+        "-c",
+        &config,
+        "--http",
+        "--port",
+        &port.to_string(),
+    ]);
+    let (raw_sent, raw) = tokio::task::spawn_blocking(move || {
+        raw.send(initialize());
+        raw.answer(1);
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        (true, raw)
+    })
+    .await
+    .unwrap();
+    assert!(raw_sent);
+    // The sidecar answers once it is bound; the MCP answer above came after the bind.
+    let client = reqwest::Client::new();
+    let added = client
+        .post(format!("http://127.0.0.1:{port}/stores"))
+        .json(&json!({"name": "extra", "type": "seren_memory", "url": extra.url}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), 200);
+    let (status, stderr) = tokio::task::spawn_blocking(move || {
+        let mut raw = raw;
+        raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "q"}}}));
+        let answer = raw.answer(2);
+        assert_eq!(answer["result"]["structuredContent"]["stores_searched"], json!(["extra"]), "{answer}");
+        raw.close()
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "{stderr}");
+    assert!(
+        client
+            .get(format!("http://127.0.0.1:{port}/health"))
+            .send()
+            .await
+            .is_err(),
+        "the sidecar stops with the stdio session"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_does_not_wait_on_open_mcp_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.yaml");
+    std::fs::write(&config, "").unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_seren-corpus-callosum"))
+        .args(["serve", "-c", &config.display().to_string(), "--port", "0"])
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let url = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "no listening line"
+            );
+            if let Some(at) = line.find("listening on http://") {
+                let url = line[at + "listening on ".len()..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .to_owned();
+                return url;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    // An MCP session with its server-push stream open (rmcp's client opens the GET stream).
+    let client = http_client(&url, None).await.unwrap();
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 4);
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exited = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                return None;
+            }
+            std::thread::yield_now();
+        }
+    })
+    .await
+    .unwrap();
+    let status = exited.expect("the server hung on an open MCP stream after SIGTERM");
+    assert!(status.success(), "{status:?}");
+    drop(client);
+}
