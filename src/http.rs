@@ -172,8 +172,22 @@ async fn remove_store(
     Ok(Json(state.federation.remove_store(&name).await?).into_response())
 }
 
+/// The viewer's own policy: it may run its inline script and style and talk to this origin, and
+/// nothing else (no remote script, no framing), so a store's text rendered in it cannot reach out.
+const VIEWER_CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+    connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 async fn viewer() -> Response {
-    ([(header::CACHE_CONTROL, "no-cache")], Html(VIEWER)).into_response()
+    (
+        [
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::CONTENT_SECURITY_POLICY, VIEWER_CSP),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+        Html(VIEWER),
+    )
+        .into_response()
 }
 
 async fn not_found() -> ApiError {

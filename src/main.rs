@@ -233,13 +233,14 @@ async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<Ex
         fan.bound.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
     );
     tracing::info!("listening on http://{addr} (viewer: http://{addr}/viewer)");
-    if let Some(banner) = banner {
-        eprintln!("{}", banner.replace("{addr}", &addr.to_string()));
-    }
     let shutdown = CancellationToken::new();
     let mut state = AppState::new(federation);
     state.shutdown = shutdown.clone();
     let router = http::router(state);
+    // Printed only once the router is built, so an address on screen is one that answers.
+    if let Some(banner) = banner {
+        eprintln!("{}", banner.replace("{addr}", &addr.to_string()));
+    }
     let signal = shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;

@@ -99,6 +99,26 @@ async fn health_and_request_ids() {
         .await
         .unwrap();
     assert_eq!(response.headers()["x-request-id"], "trace-42");
+    let viewer = callosum
+        .client
+        .get(format!("{}/viewer", callosum.url))
+        .send()
+        .await
+        .unwrap();
+    let csp = viewer.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        csp.starts_with("default-src 'none'") && csp.contains("connect-src 'self'"),
+        "{csp}"
+    );
+    assert_eq!(viewer.headers()["x-content-type-options"], "nosniff");
+    let page = viewer.text().await.unwrap();
+    assert!(
+        page.contains("The Bridge") && !page.contains("src=\"http"),
+        "self-contained"
+    );
     let minted = callosum
         .client
         .get(format!("{}/nope", callosum.url))

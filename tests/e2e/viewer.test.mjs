@@ -1,0 +1,469 @@
+// End-to-end test of The Bridge (GET /viewer) in a real headless Chromium.
+//
+// Starts the real binary's `demo` (two sample stores and the callosum, on an ephemeral port), drives
+// the page with playwright-core against Debian's /usr/bin/chromium, and fails on any console error or
+// page error the test did not expect. Screenshots of every tab (desktop and 390 px wide) land in
+// target/e2e-screenshots/. Run through tests/e2e/run.sh, which takes the binary from $SCC_BIN.
+//
+// No sleeps: every wait is on a selector, a response, or a process line, with a bounded timeout.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = path.resolve(ROOT, process.env.SCC_BIN || 'target/debug/seren-corpus-callosum');
+const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
+const SHOTS = path.join(ROOT, 'target', 'e2e-screenshots');
+const STARTUP_MS = 30_000;
+const UI_MS = 10_000;
+const TEST_MS = 90_000;
+const TOKEN = 'e2e-bridge-token-3b7f';
+const DEAD = 'dead-e2e';
+
+const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--disable-dev-shm-usage',
+];
+
+mkdirSync(SHOTS, { recursive: true });
+
+// ---- the demo process ---------------------------------------------------------------------------
+
+const running = new Set();
+process.on('exit', () => { for (const child of running) { try { child.kill('SIGKILL'); } catch { /* gone */ } } });
+
+/** Starts `demo --port 0` and resolves once its banner names the viewer's address. */
+function startDemo(extraEnv = {}) {
+  const home = mkdtempSync(path.join(os.tmpdir(), 'scc-e2e-home-'));
+  const env = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith('SEREN_')) env[key] = value; // hermetic: no token or config from outside
+  }
+  Object.assign(env, { HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), RUST_LOG: 'info', NO_COLOR: '1' }, extraEnv);
+  const child = spawn(BIN, ['demo', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  const log = [];
+  let buffered = '';
+  const demo = {
+    child, home, log, url: null,
+    async stop() {
+      running.delete(child);
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      demo.stop();
+      reject(new Error(`demo did not print its address within ${STARTUP_MS} ms:\n${log.join('\n')}`));
+    }, STARTUP_MS);
+    const onData = (chunk) => {
+      buffered += chunk.toString('utf8');
+      let nl;
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        log.push(line);
+        const match = /The Bridge:\s+(http:\/\/[^\s/]+)\/viewer/.exec(line)
+          || /listening on (http:\/\/[^\s/]+)/.exec(line);
+        if (match && !demo.url) {
+          demo.url = match[1];
+          clearTimeout(timer);
+          resolve(demo);
+        }
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('error', (error) => { clearTimeout(timer); running.delete(child); reject(error); });
+    child.once('exit', (code, signal) => {
+      const expected = !running.has(child);
+      running.delete(child);
+      if (!demo.url) {
+        clearTimeout(timer);
+        reject(new Error(`demo exited (${code ?? signal}) before printing its address:\n${log.join('\n')}`));
+      } else if (!expected) {
+        // It died under the test: say so loudly, with its log, since the page will only see refusals.
+        process.stderr.write(`\n!! the demo exited (${code ?? signal}) while the test was running; its log:\n${log.join('\n')}\n`);
+      }
+    });
+  });
+}
+
+// ---- the browser --------------------------------------------------------------------------------
+
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(BIN), `no binary at ${BIN}; build it first (cargo build) or set SCC_BIN`);
+  assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}; apt-get install -y chromium`);
+  // launch() gives every run a fresh, empty, temporary profile (its own --user-data-dir).
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: STARTUP_MS });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+});
+
+/**
+ * A fresh context and page that records every console error and page error. A failed HTTP call
+ * shows up in Chromium's console as "Failed to load resource: ... status of N"; the test declares
+ * each one it provokes on purpose with `page.expectHttpError(status, path)` (one call allows one such
+ * line), and nothing else passes.
+ */
+async function openPage(viewport = { width: 1280, height: 900 }) {
+  const context = await browser.newContext({ viewport, deviceScaleFactor: 1, reducedMotion: 'reduce' });
+  const page = await context.newPage();
+  page.setDefaultTimeout(UI_MS);
+  page.setDefaultNavigationTimeout(UI_MS);
+  const problems = [];
+  const allowed = [];
+  page.on('console', (message) => {
+    if (message.type() !== 'error') return;
+    const text = message.text();
+    const where = message.location() && message.location().url ? message.location().url : '';
+    const http = /Failed to load resource: the server responded with a status of (\d+)/.exec(text);
+    if (http) {
+      const status = Number(http[1]);
+      const index = allowed.findIndex((a) => a.seen === 0 && a.status === status && where && new URL(where).pathname === a.path);
+      if (index >= 0) { allowed[index].seen += 1; return; }
+    }
+    problems.push(`console error: ${text}${where ? ` (${where})` : ''}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.stack || error.message}`));
+  page.on('requestfailed', (request) => problems.push(`request failed: ${request.method()} ${request.url()}: ${request.failure()?.errorText}`));
+  page.expectHttpError = (status, apiPath) => allowed.push({ status, path: apiPath, seen: 0 });
+  page.assertClean = () => assert.deepEqual(problems, [], 'the page logged errors');
+  return { context, page };
+}
+
+async function shot(page, name) {
+  await page.evaluate(() => document.fonts && document.fonts.ready);
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true, animations: 'disabled', caret: 'hide' });
+}
+
+function waitForApi(page, method, apiPath, status) {
+  return page.waitForResponse((response) => {
+    const request = response.request();
+    return request.method() === method && new URL(response.url()).pathname === apiPath
+      && (status === undefined || response.status() === status);
+  }, { timeout: UI_MS });
+}
+
+async function search(page, query, n) {
+  await page.getByRole('tab', { name: 'Search' }).click();
+  await page.getByLabel('Query').fill(query);
+  if (n !== undefined) await page.getByLabel('Results').fill(String(n));
+  const answered = waitForApi(page, 'POST', '/search');
+  await page.getByLabel('Query').press('Enter');
+  const response = await answered;
+  assert.equal(response.status(), 200, `POST /search answered ${response.status()}`);
+  await page.locator('#search-status .fanned').waitFor();
+  return response.json();
+}
+
+async function noHorizontalScroll(page) {
+  const { scroll, client } = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+  }));
+  assert.ok(scroll <= client, `the page scrolls sideways: ${scroll}px of content in ${client}px`);
+}
+
+// ---- without a token ----------------------------------------------------------------------------
+
+describe('The Bridge against the demo (no token)', () => {
+  let demo;
+  before(async () => { demo = await startDemo(); });
+  after(async () => { if (demo) await demo.stop(); });
+
+  test('search, roster add/duplicate/remove, overview, narrow screen', { timeout: TEST_MS }, async () => {
+    const { context, page } = await openPage();
+    try {
+      // The page is public and loads with its title and a roster pill.
+      const response = await page.goto(`${demo.url}/viewer`);
+      assert.equal(response.status(), 200);
+      assert.equal(await page.title(), 'SerenCorpusCallosum · The Bridge');
+      await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      await page.locator('#footer', { hasText: /v\d/ }).waitFor();
+      await page.locator('#search-empty').waitFor();
+      await shot(page, 'desktop-0-search-empty');
+
+      // ---- Search: hits from both stores, badged by type, with provenance.
+      const answer = await search(page, 'that CUDA thing on the Xavier', 10);
+      const hits = page.locator('#hits li.hit');
+      await hits.first().waitFor();
+      assert.equal(await hits.count(), answer.hits.length);
+      assert.ok(answer.hits.length >= 2);
+      const memoryBadge = page.locator('#hits .hit .badge.t-memory', { hasText: 'episodic' });
+      const lociBadge = page.locator('#hits .hit .badge.t-loci', { hasText: 'facts' });
+      assert.ok(await memoryBadge.count() >= 1, 'an episodic (seren_memory, coral) hit');
+      assert.ok(await lociBadge.count() >= 1, 'a facts (seren_loci, cyan) hit');
+      const coral = await memoryBadge.first().evaluate((node) => getComputedStyle(node).color);
+      const cyan = await lociBadge.first().evaluate((node) => getComputedStyle(node).color);
+      assert.equal(coral, 'rgb(255, 122, 107)');
+      assert.equal(cyan, 'rgb(64, 211, 227)');
+
+      const first = hits.first();
+      const firstHit = answer.hits[0];
+      assert.equal(await first.locator('.rank').textContent(), `#${firstHit.store_rank}`);
+      assert.equal(await first.locator('.content').textContent(), firstHit.content);
+      const prov = await first.locator('.prov').innerText();
+      for (const label of ['rrf', 'rel', 'native', 'd=']) assert.ok(prov.includes(label), `provenance shows ${label}: ${prov}`);
+      // A loci hit has no raw distance: shown as an em dash, not "null".
+      const lociCard = page.locator('#hits li.hit[data-store="facts"]').first();
+      assert.match(await lociCard.locator('.prov').innerText(), /d=\s*—/);
+      assert.doesNotMatch(await page.locator('#hits').innerText(), /null|undefined|NaN/);
+      // Metadata on demand.
+      const meta = first.locator('details.meta dl');
+      assert.equal(await meta.isVisible(), false);
+      await first.locator('details.meta summary').click();
+      await meta.waitFor({ state: 'visible' });
+      assert.ok((await meta.innerText()).includes(firstHit.id));
+      await first.locator('details.meta summary').click();
+      assert.equal(await page.locator('#search-notices .notice').count(), 0, 'no failed or skipped store yet');
+      await shot(page, 'desktop-1-search');
+
+      // Server text is shown as text, never markup.
+      const hostile = '<b>qqqzz</b><img src=x onerror="self.__pwned=1">';
+      await search(page, hostile);
+      await page.locator('#hits li.empty').waitFor();
+      assert.ok((await page.locator('#hits li.empty').innerText()).includes(hostile));
+      assert.equal(await page.locator('#panel-search img, #panel-search b:not(.fanned b)').count(), 0);
+      assert.equal(await page.evaluate(() => window.__pwned), undefined);
+
+      // A bad n_results is caught before the call.
+      await page.getByLabel('Results').fill('500');
+      await page.getByLabel('Query').press('Enter');
+      await page.locator('#search-status.error', { hasText: '1 to 200' }).waitFor();
+      await page.getByLabel('Results').fill('');
+
+      // ---- Stores: the roster, by keyboard from the tab strip.
+      await page.getByRole('tab', { name: 'Search' }).focus();
+      await page.keyboard.press('ArrowRight');
+      assert.equal(await page.getByRole('tab', { name: 'Stores' }).getAttribute('aria-selected'), 'true');
+      assert.ok(await page.locator('#panel-stores').isVisible());
+      const roster = page.locator('#roster li.store');
+      await roster.nth(1).waitFor();
+      for (const [name, type] of [['episodic', 't-memory'], ['facts', 't-loci']]) {
+        const card = page.locator(`#roster li.store[data-store="${name}"]`);
+        assert.equal(await card.getAttribute('data-status'), 'active');
+        assert.ok(await card.locator(`.badge.${type}`).isVisible());
+        assert.ok((await card.innerText()).includes('config file'));
+        assert.equal(await card.locator('button.x').count(), 0, `no ✕ on the base store ${name}`);
+        const facts = await card.locator('.facts').innerText();
+        assert.match(facts, /weight\s*1/);
+        assert.match(facts, /floor\s*0/);
+      }
+      await shot(page, 'desktop-2-stores');
+
+      // Add a store at a closed port, through the form's labelled fields.
+      await page.getByRole('button', { name: '+ Add store' }).click();
+      await page.locator('#add-form').getByLabel('Name').waitFor({ state: 'visible' });
+      const types = await page.locator('#f-type option').allTextContents();
+      assert.ok(types.includes('seren_memory') && types.includes('seren_loci'), `types from the server: ${types}`);
+      await page.locator('#add-form').getByLabel('Name').fill(DEAD);
+      await page.locator('#add-form').getByLabel('Type').selectOption('seren_memory');
+      await page.locator('#add-form').getByLabel('URL').fill('http://127.0.0.1:9');
+      await page.locator('#add-form').getByLabel('Weight').fill('0.5');
+      await page.locator('#add-form').getByLabel('Floor').fill('0.1');
+      await page.locator('#add-form').getByLabel(/^Token/).fill('store-secret');
+      await shot(page, 'desktop-3-add-form');
+      const added = waitForApi(page, 'POST', '/stores');
+      await page.getByRole('button', { name: 'Add store', exact: true }).click();
+      assert.equal((await added).status(), 200);
+      const deadCard = page.locator(`#roster li.store[data-store="${DEAD}"]`);
+      await deadCard.waitFor();
+      assert.ok((await deadCard.innerText()).includes('http://127.0.0.1:9'));
+      assert.match(await deadCard.locator('.facts').innerText(), /weight\s*0\.5[\s\S]*floor\s*0\.1/);
+      assert.ok(await deadCard.getByRole('img', { name: 'auth token set' }).isVisible(), 'the 🔒 shows');
+      assert.ok(await deadCard.getByRole('button', { name: `Remove store ${DEAD}` }).isVisible(), 'a ✕ on the managed store');
+      assert.ok(!(await page.content()).includes('store-secret'), 'the store token is never shown');
+      await page.locator('#pill', { hasText: 'fanning: 3/3' }).waitFor();
+      await page.locator('#stores-notices .notice.success', { hasText: DEAD }).waitFor();
+
+      // A duplicate name shows the server's 409 text; a bad name its 400 text.
+      page.expectHttpError(409, '/stores');
+      await page.getByRole('button', { name: '+ Add store' }).click();
+      await page.locator('#add-form').getByLabel('Name').fill(DEAD);
+      await page.locator('#add-form').getByLabel('URL').fill('http://127.0.0.1:9');
+      const conflict = waitForApi(page, 'POST', '/stores');
+      await page.locator('#add-form').getByLabel('URL').press('Enter');
+      assert.equal((await conflict).status(), 409);
+      await page.locator('#add-error', { hasText: `a store named '${DEAD}' already exists` }).waitFor();
+      page.expectHttpError(400, '/stores');
+      await page.locator('#add-form').getByLabel('Name').fill('bad name');
+      const invalid = waitForApi(page, 'POST', '/stores');
+      await page.getByRole('button', { name: 'Add store', exact: true }).click();
+      assert.equal((await invalid).status(), 400);
+      await page.locator('#add-error', { hasText: "name 'bad name' must be" }).waitFor();
+      await shot(page, 'desktop-4-add-error');
+      await page.getByRole('button', { name: 'Cancel' }).click();
+      assert.equal(await page.locator('#add-form').isVisible(), false);
+
+      // The next search lists the dead store as failed, with its reason; the others still answer.
+      const withDead = await search(page, 'jetpack');
+      assert.ok(withDead.failed.some((f) => f.name === DEAD));
+      const failedNotice = page.locator('#search-notices .notice.failed');
+      await failedNotice.waitFor();
+      const failedText = await failedNotice.innerText();
+      assert.ok(failedText.includes(DEAD), failedText);
+      const reason = withDead.failed.find((f) => f.name === DEAD).reason;
+      assert.ok(reason && failedText.includes(reason), `the reason is shown: ${failedText}`);
+      assert.ok(await page.locator('#hits li.hit').count() > 0, 'the live stores still answer');
+      await shot(page, 'desktop-5-search-failed');
+
+      // Remove it with ✕, after a confirm.
+      await page.getByRole('tab', { name: 'Stores' }).click();
+      let confirmText = '';
+      page.once('dialog', (dialog) => { confirmText = dialog.message(); dialog.accept(); });
+      const removed = waitForApi(page, 'DELETE', `/stores/${DEAD}`);
+      // by keyboard: focus the ✕ and press Enter
+      await deadCard.getByRole('button', { name: `Remove store ${DEAD}` }).focus();
+      await page.keyboard.press('Enter');
+      assert.equal((await removed).status(), 200);
+      assert.ok(confirmText.includes(DEAD), `the confirm names the store: ${confirmText}`);
+      await deadCard.waitFor({ state: 'detached' });
+      await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      assert.equal(await roster.count(), 2);
+
+      // ---- Overview: counts and the merge, explained.
+      await page.getByRole('tab', { name: 'Overview' }).click();
+      await page.locator('#ov-k', { hasText: '60' }).waitFor();
+      assert.equal(await page.locator('#ov-active').textContent(), '2');
+      assert.equal(await page.locator('#ov-configured').textContent(), '2');
+      assert.equal(await page.locator('#ov-n').textContent(), '10');
+      const explain = await page.locator('#panel-overview .explain').innerText();
+      assert.ok(explain.includes('weight / (k + rank)'));
+      assert.match(explain, /floor/i);
+      assert.match(explain, /not magnitudes/i);
+      await shot(page, 'desktop-6-overview');
+
+      // The ⟳ button reloads the roster.
+      const reloaded = waitForApi(page, 'GET', '/stores', 200);
+      await page.getByRole('button', { name: 'Reload' }).click();
+      await reloaded;
+
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('narrow screen (390 px): every tab fits and works', { timeout: TEST_MS }, async () => {
+    const { context, page } = await openPage({ width: 390, height: 844 });
+    try {
+      await page.goto(`${demo.url}/viewer/`); // the trailing-slash address works the same
+      await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      await search(page, 'backup');
+      await page.locator('#hits li.hit').first().waitFor();
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-1-search');
+
+      await page.getByRole('tab', { name: 'Stores' }).click();
+      await page.locator('#roster li.store').nth(1).waitFor();
+      await page.getByRole('button', { name: '+ Add store' }).click();
+      await page.locator('#add-form').getByLabel('Name').waitFor({ state: 'visible' });
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-2-stores');
+
+      await page.getByRole('tab', { name: 'Overview' }).click();
+      await page.locator('#ov-k', { hasText: '60' }).waitFor();
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-3-overview');
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+// ---- with a token -------------------------------------------------------------------------------
+
+describe('The Bridge against a demo that requires a bearer token', () => {
+  let demo;
+  before(async () => { demo = await startDemo({ SEREN_SCC_BEARER_TOKEN: TOKEN }); });
+  after(async () => { if (demo) await demo.stop(); });
+
+  test('asks for the token on the first gated call, then works', { timeout: TEST_MS }, async () => {
+    const { context, page } = await openPage();
+    try {
+      // The page loads without a token; its first gated call (GET /stores) answers 401.
+      page.expectHttpError(401, '/stores');
+      const gated = waitForApi(page, 'GET', '/stores', 401);
+      const response = await page.goto(`${demo.url}/viewer`);
+      assert.equal(response.status(), 200);
+      await gated;
+      const dialog = page.getByRole('dialog', { name: 'Bearer token' });
+      await dialog.waitFor({ state: 'visible' });
+      assert.ok((await dialog.innerText()).includes('needs a bearer token'));
+      const input = dialog.getByLabel('Token');
+      assert.ok(await input.evaluate((node) => node === document.activeElement), 'the token field has focus');
+      await shot(page, 'desktop-7-token-prompt');
+
+      // A wrong token is refused and the prompt comes back, saying so.
+      page.expectHttpError(401, '/stores');
+      const refused = waitForApi(page, 'GET', '/stores', 401);
+      await input.fill('not-the-token');
+      await input.press('Enter');
+      await refused;
+      await dialog.locator('#token-why', { hasText: 'refused' }).waitFor();
+
+      // The right one: the retried call goes through with the bearer header, and the page works.
+      const accepted = waitForApi(page, 'GET', '/stores', 200);
+      await input.fill(TOKEN);
+      await dialog.getByRole('button', { name: 'Save' }).click();
+      const ok = await accepted;
+      assert.equal(ok.request().headers().authorization, `Bearer ${TOKEN}`);
+      await dialog.waitFor({ state: 'hidden' });
+      await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      assert.equal(await page.evaluate(() => localStorage.getItem('seren_token')), TOKEN);
+
+      const searched = page.waitForRequest((request) => new URL(request.url()).pathname === '/search');
+      const answer = await search(page, 'rust');
+      assert.equal((await searched).headers().authorization, `Bearer ${TOKEN}`);
+      assert.ok(answer.hits.length > 0);
+      await page.locator('#hits li.hit').first().waitFor();
+
+      // A reload keeps the token (localStorage) and needs no prompt.
+      await page.reload();
+      await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      assert.equal(await dialog.isVisible(), false);
+
+      // Forgetting the token and searching brings the prompt back instead of failing silently.
+      await page.getByRole('button', { name: /token/ }).click();
+      await dialog.waitFor({ state: 'visible' });
+      await dialog.getByRole('button', { name: 'Forget' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+      assert.equal(await page.evaluate(() => localStorage.getItem('seren_token')), null);
+      page.expectHttpError(401, '/search');
+      const denied = waitForApi(page, 'POST', '/search', 401);
+      await page.getByLabel('Query').fill('rust');
+      await page.getByLabel('Query').press('Enter');
+      await denied;
+      await dialog.waitFor({ state: 'visible' });
+      await page.locator('#search-notices .notice', { hasText: 'bearer token' }).waitFor();
+      const retried = waitForApi(page, 'POST', '/search', 200);
+      await dialog.getByLabel('Token').fill(TOKEN);
+      await dialog.getByLabel('Token').press('Enter');
+      await retried;
+      await page.locator('#hits li.hit').first().waitFor();
+
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+});
