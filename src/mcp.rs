@@ -57,10 +57,80 @@ impl CallosumMcp {
     }
 }
 
-/// A tool's input schema, checked to be object-rooted. The check runs on the first `tools/list`;
-/// a unit test lists the tools so a bad schema fails the build's tests, not a host.
+/// A tool's input schema, checked to be object-rooted, in its portable form. The check runs on the
+/// first `tools/list`; a unit test lists the tools so a bad schema fails the tests, not a host.
 fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    schema_for_input::<T>().unwrap_or_else(|e| panic!("bad input schema: {e}"))
+    portable(&schema_for_input::<T>().unwrap_or_else(|e| panic!("bad input schema: {e}")))
+}
+
+/// A tool's output schema, in its portable form.
+fn output_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    portable(&rmcp::handler::server::tool::schema_for_output::<T>())
+}
+
+/// Rewrites a generated schema into the subset every host reads: a nullable `type: [T, "null"]`
+/// becomes `anyOf: [{type: T}, {type: null}]` (single-type dialects, such as the OpenAPI subset some
+/// model providers use, reject type arrays), Rust's integer and float `format`s (`uint32`,
+/// `double`, ...), which JSON Schema does not define, are dropped, and so is a `default: null` on
+/// a property that cannot be null.
+fn portable(schema: &JsonObject) -> Arc<JsonObject> {
+    fn tidy(value: &mut serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::Object(map) => {
+                let rust_format = map.get("format").and_then(Value::as_str).is_some_and(|f| {
+                    matches!(
+                        f,
+                        "uint"
+                            | "uint8"
+                            | "uint16"
+                            | "uint32"
+                            | "uint64"
+                            | "int8"
+                            | "int16"
+                            | "int32"
+                            | "int64"
+                            | "float"
+                            | "double"
+                    )
+                });
+                if rust_format {
+                    map.remove("format");
+                }
+                let nullable_pair = match map.get("type") {
+                    Some(Value::Array(types)) if types.len() == 2 => {
+                        let other: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
+                        (other.len() == 1).then(|| other[0].clone())
+                    }
+                    _ => None,
+                };
+                if let Some(other) = nullable_pair
+                    && !map.contains_key("anyOf")
+                {
+                    map.remove("type");
+                    map.insert(
+                        "anyOf".into(),
+                        serde_json::json!([{ "type": other }, { "type": "null" }]),
+                    );
+                }
+                let may_be_null =
+                    map.contains_key("anyOf") || map.get("type") == Some(&Value::from("null"));
+                if map.get("default") == Some(&Value::Null) && !may_be_null {
+                    map.remove("default");
+                }
+                map.values_mut().for_each(tidy);
+            }
+            Value::Array(items) => items.iter_mut().for_each(tidy),
+            _ => {}
+        }
+    }
+    let mut value = serde_json::Value::Object(schema.clone());
+    tidy(&mut value);
+    match value {
+        serde_json::Value::Object(object) => Arc::new(object),
+        // `tidy` keeps an object an object.
+        _ => unreachable!("a schema object stays an object"),
+    }
 }
 
 /// Decodes tool arguments, as a tool error naming the field when they do not fit.
@@ -85,6 +155,7 @@ store), `store_rank` (its rank there), `score` (the fused rank score it was orde
 own numbers. `failed` and `skipped` name stores that did not answer and why, so you know what the list \
 may be missing. Read-only.",
         input_schema = input_schema::<SearchArgs>(),
+        output_schema = output_schema::<SearchAnswer>(),
         annotations(
             title = "Search all memory stores",
             read_only_hint = true,
@@ -102,6 +173,7 @@ may be missing. Read-only.",
     /// List the stores and whether each is fanned.
     #[tool(
         name = "list_stores",
+        output_schema = output_schema::<Stores>(),
         description = "List every configured memory store: its name, type, url, weight, floor, whether \
 it is fanned (`status`: active, disabled, or skipped with a reason) and whether it was added at run \
 time (`managed`, removable with remove_store). Also the known store `types` for add_store. Read-only.",
@@ -126,6 +198,7 @@ list_stores shows (seren_memory for a SerenMemory, seren_loci for a SerenLoci, s
 another callosum). Only changes which stores are read, never what is in them. Fails with a clear \
 message on a duplicate name, an unknown type, or a url that is not http(s).",
         input_schema = input_schema::<NewStore>(),
+        output_schema = output_schema::<Added>(),
         annotations(
             title = "Add a memory store",
             read_only_hint = false,
@@ -150,6 +223,7 @@ message on a duplicate name, an unknown type, or a url that is not http(s).",
 It is not searched from the next search on and is dropped from the runtime overlay. Stores from the \
 config file cannot be removed here. The store's data is untouched.",
         input_schema = input_schema::<RemoveArgs>(),
+        output_schema = output_schema::<Removed>(),
         annotations(
             title = "Remove a memory store",
             read_only_hint = false,
@@ -186,12 +260,20 @@ impl ServerHandler for CallosumMcp {
 #[error("MCP over stdio: {0}")]
 pub struct StdioError(String);
 
-/// Serves MCP on stdin/stdout until the host closes stdin.
+/// Serves MCP on stdin/stdout until the host closes stdin. A host that closes stdin before any
+/// request (a probe, or a client that only asked `server/discover`) is a normal end, not an error.
 pub async fn serve_stdio(federation: Arc<Federation>) -> Result<(), StdioError> {
-    let running = CallosumMcp::new(federation)
+    let running = match CallosumMcp::new(federation)
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| StdioError(e.to_string()))?;
+    {
+        Ok(running) => running,
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(during)) => {
+            tracing::info!(%during, "stdin closed before an MCP session began");
+            return Ok(());
+        }
+        Err(e) => return Err(StdioError(e.to_string())),
+    };
     let reason = running
         .waiting()
         .await
@@ -278,6 +360,17 @@ mod tests {
                 "remove_store" => assert_eq!(annotations.destructive_hint, Some(true)),
                 _ => assert!(!read_only),
             }
+        }
+        // Portable schemas: no type arrays, no Rust formats, no null default on a non-null field.
+        for tool in &tools {
+            let text = format!(
+                "{} {}",
+                serde_json::Value::Object(tool.input_schema.as_ref().clone()),
+                serde_json::Value::Object(tool.output_schema.as_ref().unwrap().as_ref().clone())
+            );
+            assert!(!text.contains("\"type\":["), "{}: {text}", tool.name);
+            assert!(!text.contains("uint"), "{}: {text}", tool.name);
+            assert!(!text.contains("\"default\":null"), "{}: {text}", tool.name);
         }
         let search = tools.iter().find(|t| t.name == "search").unwrap();
         let schema = serde_json::Value::Object(search.input_schema.as_ref().clone());

@@ -4,71 +4,11 @@
 mod support;
 
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
-use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Value, json};
+use support::mcp::*;
 use support::*;
-
-type Client = RunningService<RoleClient, ()>;
-
-fn object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(object) => object,
-        other => panic!("not an object: {other}"),
-    }
-}
-
-async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(object(arguments)))
-        .await
-        .unwrap_or_else(|e| panic!("{tool} failed at the protocol level: {e}"))
-}
-
-/// The structured content, after checking the text block says the same.
-fn structured(result: &CallToolResult) -> Value {
-    assert_ne!(
-        result.is_error,
-        Some(true),
-        "unexpected tool error: {result:?}"
-    );
-    let structured = result
-        .structured_content
-        .clone()
-        .expect("structured content");
-    let text = result.content[0]
-        .as_text()
-        .expect("a text block")
-        .text
-        .clone();
-    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), structured);
-    structured
-}
-
-fn error_text(result: &CallToolResult) -> String {
-    assert_eq!(
-        result.is_error,
-        Some(true),
-        "expected a tool error: {result:?}"
-    );
-    result.content[0]
-        .as_text()
-        .expect("a text block")
-        .text
-        .clone()
-}
-
-async fn http_client(url: &str, token: Option<&str>) -> Result<Client, String> {
-    let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp"));
-    if let Some(token) = token {
-        config = config.auth_header(token);
-    }
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .map_err(|e| e.to_string())
-}
 
 /// Lists the tools and exercises all four through `client`, against stores on `callosum`'s roster.
 async fn exercise_all_tools(client: &Client, callosum: &Callosum, extra_url: &str) {

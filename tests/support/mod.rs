@@ -3,6 +3,9 @@
 
 #![allow(dead_code)] // Each test binary uses a different part of this module.
 
+pub mod fault;
+pub mod mcp;
+
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;

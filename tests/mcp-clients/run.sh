@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# Independent MCP client checks: clients that are not ours talk to seren-corpus-callosum.
+#
+#   1. The official Python `mcp` SDK (requirements.txt) over stdio, over streamable HTTP with no
+#      token and over HTTP with a bearer token, each in its legacy (initialize handshake), auto and
+#      pinned current-protocol (2026-07-28) modes: python_client.py.
+#   2. The MCP Inspector CLI (package.json, pinned) over stdio and HTTP in its legacy and modern
+#      protocol eras: `initialize`, `tools/list --strict` (tool-schema portability lint: any
+#      error-severity finding fails; warnings are printed) and a `tools/call` of search.
+#
+# Builds nothing: the binary comes from $SCC_BIN (default target/debug/seren-corpus-callosum,
+# relative to the repo root). Needs python3 (>= 3.10, with venv), node (>= 20) and npm. Creates the
+# venv target/mcp-clients-venv and installs requirements.txt into it when it is missing or its pins
+# changed; runs `npm ci` here when node_modules lacks the Inspector. After that it needs no network:
+# every server it starts listens on 127.0.0.1 only, with sample stores from `demo`.
+#
+# Ends with one line `mcp-clients: N passed, M failed`; exits non-zero if anything failed.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+
+SCC_BIN="${SCC_BIN:-target/debug/seren-corpus-callosum}"
+case "$SCC_BIN" in
+  /*) ;;
+  *) SCC_BIN="$root/$SCC_BIN" ;;
+esac
+PYTHON="${PYTHON:-python3}"
+STARTUP_TIMEOUT=30  # seconds for a server to print its address
+INSPECTOR_TIMEOUT=120  # seconds for one Inspector run
+
+if [ ! -x "$SCC_BIN" ]; then
+  echo "mcp-clients: no executable at $SCC_BIN; build it first (cargo build) or set SCC_BIN" >&2
+  exit 2
+fi
+for tool in "$PYTHON" node npm timeout; do
+  command -v "$tool" >/dev/null || { echo "mcp-clients: $tool is needed" >&2; exit 2; }
+done
+
+# Nothing from the caller's environment may configure the servers started here.
+while read -r var; do unset "$var"; done < <(compgen -e | grep '^SEREN_SCC_' || true)
+
+# The scratch dir, the servers' pids and the counts; cleanup prints the closing line whatever happens,
+# on the script's own stdout and stderr (fds 3 and 4): a signal's trap may run while a command's
+# output is redirected to a file.
+exec 3>&1 4>&2
+work="$(mktemp -d "${TMPDIR:-/tmp}/scc-mcp-clients.XXXXXX")"
+pids=()
+passed=0
+failed=0
+cleanup() {
+  local status=$? pid deadline
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  deadline=$((SECONDS + 10))
+  for pid in "${pids[@]}"; do
+    while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  # A harness error (a fixture that did not start, say) counts as a failure too.
+  if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+  if [ "$failed" -eq 0 ]; then rm -rf "$work"; else echo "mcp-clients: logs kept in $work" >&4; fi
+  echo "mcp-clients: $passed passed, $failed failed" >&3
+  if [ "$failed" -ne 0 ]; then exit 1; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- installs (the only step that uses the network) ---------------------------------------------
+venv="$root/target/mcp-clients-venv"
+stamp="$venv/installed-requirements.txt"
+if [ ! -x "$venv/bin/python" ] || ! cmp -s "$here/requirements.txt" "$stamp"; then
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "mcp-clients: creating $venv"
+    "$PYTHON" -m venv "$venv"
+  fi
+  echo "mcp-clients: installing requirements.txt into the venv"
+  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet -r "$here/requirements.txt"
+  cp "$here/requirements.txt" "$stamp"
+fi
+if [ ! -d "$here/node_modules/@modelcontextprotocol/inspector" ]; then
+  # --ignore-scripts: the Inspector's only install script is a no-op outside its own source tree.
+  # On Node < 22.19 npm warns EBADENGINE; the CLI works there all the same.
+  echo "mcp-clients: npm ci (MCP Inspector)"
+  (cd "$here" && npm ci --no-audit --no-fund --ignore-scripts)
+fi
+
+# --- fixtures -----------------------------------------------------------------------------------
+# start NAME CMD... : runs a server in the background, stderr to $work/NAME.log.
+start() {
+  local name="$1"
+  shift
+  "$@" </dev/null >"$work/$name.stdout" 2>"$work/$name.log" 3>&- 4>&- &
+  pids+=("$!")
+}
+
+# await NAME REGEX : polls NAME's log until a line matches, the server dies, or the deadline passes.
+await() {
+  local name="$1" regex="$2" pid="${pids[-1]}" deadline=$((SECONDS + STARTUP_TIMEOUT))
+  until grep -qE "$regex" "$work/$name.log"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "mcp-clients: $name exited before printing /$regex/:" >&2
+      sed 's/^/  | /' "$work/$name.log" >&2
+      failed=$((failed + 1))
+      exit 1
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "mcp-clients: $name printed no /$regex/ within ${STARTUP_TIMEOUT}s:" >&2
+      sed 's/^/  | /' "$work/$name.log" >&2
+      failed=$((failed + 1))
+      exit 1
+    fi
+    sleep 0.1
+  done
+}
+
+listen_addr() { sed -nE 's#.*listening on http://([^ ]+).*#\1#p' "$work/$1.log" | head -n 1; }
+
+# The sample stores: `demo` runs them in-process (its own callosum is not used). An absent config
+# file keeps it from reading the user's.
+start demo env SEREN_SCC_RUNTIME_STORES="$work/demo.overlay.yaml" \
+  "$SCC_BIN" demo -c "$work/no-such-config.yaml" --host 127.0.0.1 --port 0
+store_line='^[[:space:]]+%s[[:space:]]+%s[[:space:]]+(http://[^[:space:]]+)'
+# shellcheck disable=SC2059
+episodic_re="$(printf "$store_line" episodic seren_memory)"
+# shellcheck disable=SC2059
+facts_re="$(printf "$store_line" facts seren_loci)"
+await demo "$episodic_re"
+await demo "$facts_re"
+episodic_url="$(sed -nE "s#$episodic_re#\\1#p" "$work/demo.log" | head -n 1)"
+facts_url="$(sed -nE "s#$facts_re#\\1#p" "$work/demo.log" | head -n 1)"
+
+config="$work/callosum.yaml"
+cat >"$config" <<EOF
+federation:
+  stores:
+    - {name: episodic, type: seren_memory, url: $episodic_url}
+    - {name: facts, type: seren_loci, url: $facts_url}
+EOF
+
+token="mcp-clients-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+start open env SEREN_SCC_RUNTIME_STORES="$work/open.overlay.yaml" \
+  "$SCC_BIN" serve -c "$config" --host 127.0.0.1 --port 0
+await open 'listening on http://'
+start guarded env SEREN_SCC_RUNTIME_STORES="$work/guarded.overlay.yaml" SEREN_SCC_BEARER_TOKEN="$token" \
+  "$SCC_BIN" serve -c "$config" --host 127.0.0.1 --port 0
+await guarded 'listening on http://'
+open_url="http://$(listen_addr open)/mcp"
+guarded_url="http://$(listen_addr guarded)/mcp"
+echo "mcp-clients: stores episodic=$episodic_url facts=$facts_url; callosum open=$open_url guarded=$guarded_url"
+
+# --- 1. the Python SDK --------------------------------------------------------------------------
+echo "== python mcp SDK"
+mkdir -p "$work/python"
+"$venv/bin/python" "$here/python_client.py" --bin "$SCC_BIN" --config "$config" --workdir "$work/python" \
+  --open-url "$open_url" --token-url "$guarded_url" --token "$token" --results "$work/python.json" || true
+if counts="$("$venv/bin/python" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["passed"], d["failed"])' \
+  "$work/python.json" 2>/dev/null)"; then
+  read -r p f <<<"$counts"
+  passed=$((passed + p))
+  failed=$((failed + f))
+else
+  echo "FAIL  python  python_client.py wrote no results"
+  failed=$((failed + 1))
+fi
+
+# --- 2. the MCP Inspector CLI -------------------------------------------------------------------
+echo "== MCP Inspector $(node -p 'require(process.argv[1]).version' "$here/node_modules/@modelcontextprotocol/inspector/package.json") (node $(node --version))"
+mkdir -p "$work/inspector/home"
+inspector() {
+  # Its catalog, client config and OAuth state go to the scratch dir, never to ~/.mcp-inspector.
+  HOME="$work/inspector/home" MCP_CATALOG_PATH="$work/inspector/catalog.json" \
+    MCP_CLIENT_CONFIG_PATH="$work/inspector/client.json" \
+    timeout -k 5 "$INSPECTOR_TIMEOUT" "$here/node_modules/.bin/inspector" --cli "$@"
+}
+ok() { echo "ok  $1  $2"; passed=$((passed + 1)); }
+# fail CASE DETAIL [FILE...] : the case's line, then the tail of each non-empty FILE.
+fail() {
+  local name="$1" detail="$2" file
+  shift 2
+  echo "FAIL  $name  $detail"
+  failed=$((failed + 1))
+  for file in "$@"; do
+    if [ -s "$file" ]; then tail -n 20 "$file" | sed 's/^/      | /'; fi
+  done
+}
+# judge JSON_FILE CODE : runs CODE with `out` bound to the Inspector's JSON envelope and `r` to its
+# result; CODE prints the detail for the case's line, or raises.
+judge() {
+  "$venv/bin/python" - "$1" "$2" <<'PY'
+import json, sys
+out = json.load(open(sys.argv[1]))
+r = out.get("result")
+exec(sys.argv[2])
+PY
+}
+
+first_report=""
+for target in stdio http+bearer; do
+  if [ "$target" = stdio ]; then
+    args=("$SCC_BIN" stdio -c "$config" -e "SEREN_SCC_RUNTIME_STORES=$work/inspector/overlay.yaml" -e SEREN_SCC_LOG=warn)
+  else
+    args=("$guarded_url" --header "Authorization: Bearer $token")
+  fi
+  for era in legacy modern; do
+    case "$era" in legacy) want=2025-11-25 ;; modern) want=2026-07-28 ;; esac
+    name="inspector/$target/$era"
+    out="$work/inspector/$target-$era"
+
+    rc=0
+    inspector "${args[@]}" --protocol-era "$era" --method initialize --format json \
+      >"$out.init.json" 2>"$out.init.err" || rc=$?
+    if [ "$rc" -eq 0 ] && detail="$(judge "$out.init.json" "
+info = r['serverInfo']
+assert info['name'] == 'seren-corpus-callosum', info
+assert r['protocolVersion'] == '$want', r['protocolVersion']
+print(f\"protocol={r['protocolVersion']} server={info['name']}/{info['version']}\")" 2>"$out.init.judge")"; then
+      ok "$name/initialize" "$detail"
+    else
+      fail "$name/initialize" "exit $rc, or a wrong answer" "$out.init.err" "$out.init.judge"
+    fi
+
+    # --strict: the portability report goes to stderr, the findings into the JSON envelope
+    # (schemaFindings, absent when there are none), and any error-severity finding exits 6.
+    rc=0
+    inspector "${args[@]}" --protocol-era "$era" --method tools/list --strict --format json \
+      >"$out.list.json" 2>"$out.list.err" || rc=$?
+    if [ "$rc" -eq 0 ] && detail="$(judge "$out.list.json" "
+names = sorted(t['name'] for t in r['tools'])
+assert names == ['add_store', 'list_stores', 'remove_store', 'search'], names
+for t in r['tools']:
+    assert t.get('inputSchema') and t.get('outputSchema') and t.get('annotations'), t['name']
+found = [f for tool in out.get('schemaFindings', []) for f in tool['findings']]
+errors = [f for f in found if f['severity'] == 'error']
+assert not errors, errors
+print(f'{len(names)} tools; strict: {len(errors)} errors, {len(found) - len(errors)} warnings')" 2>"$out.list.judge")"; then
+      ok "$name/tools/list --strict" "$detail"
+    else
+      fail "$name/tools/list --strict" "exit $rc, or a wrong answer" "$out.list.err" "$out.list.judge"
+    fi
+    # The full report once, verbatim; later runs print theirs only when it differs.
+    if [ -z "$first_report" ]; then
+      first_report="$out.list.err"
+      echo "      --strict report ($name), verbatim:"
+      sed 's/^/      | /' "$out.list.err"
+    elif ! cmp -s "$first_report" "$out.list.err"; then
+      echo "      --strict report ($name) differs from the first:"
+      sed 's/^/      | /' "$out.list.err"
+    fi
+
+    rc=0
+    inspector "${args[@]}" --protocol-era "$era" --method tools/call --tool-name search \
+      --tool-arg "query=that CUDA thing on the Xavier" n_results=5 --format json \
+      >"$out.call.json" 2>"$out.call.err" || rc=$?
+    if [ "$rc" -eq 0 ] && detail="$(judge "$out.call.json" "
+assert not r.get('isError'), r
+s = r['structuredContent']
+stores = sorted({h['store'] for h in s['hits']})
+assert stores == ['episodic', 'facts'], stores
+assert len(s['hits']) == 5, len(s['hits'])
+assert json.loads(r['content'][0]['text']) == s, 'the text block differs from structuredContent'
+print(f\"hits={len(s['hits'])} from {','.join(stores)}\")" 2>"$out.call.judge")"; then
+      ok "$name/tools/call search" "$detail"
+    else
+      fail "$name/tools/call search" "exit $rc, or a wrong answer" "$out.call.err" "$out.call.judge"
+    fi
+    # Whatever else the Inspector (or the stdio server) said, each line once.
+    for step in init call; do
+      if grep -q '[^[:space:]]' "$out.$step.err"; then
+        sort -u "$out.$step.err" | sed "s/^/      stderr of $step: /"
+      fi
+    done
+  done
+done
+
+rc=0
+inspector "$guarded_url" --protocol-era legacy --method tools/list --stored-auth-only \
+  >"$work/inspector/no-token.out" 2>"$work/inspector/no-token.err" || rc=$?
+if [ "$rc" -ne 0 ] && grep -q 'auth_required\|nauthorized' "$work/inspector/no-token.err"; then
+  ok "inspector/http+bearer/no-token" "refused (exit $rc: $(head -c 160 "$work/inspector/no-token.err"))"
+else
+  fail "inspector/http+bearer/no-token" "exit $rc without a token" "$work/inspector/no-token.err"
+fi
+
+# cleanup (on EXIT) stops the servers and prints the closing line.
