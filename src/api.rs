@@ -88,6 +88,21 @@ pub struct StoreRow {
     pub auth: bool,
     /// `active`, `disabled`, or `skipped: <reason>`.
     pub status: String,
+    /// For an active store, its circuit breaker: `closed`, `open` or `probing`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<String>,
+}
+
+/// `GET /health/stores`: every store's call record, with counts by status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HealthAnswer {
+    pub stores: Vec<crate::health::StoreHealth>,
+    pub healthy: usize,
+    pub degraded: usize,
+    pub unhealthy: usize,
+    pub unknown: usize,
+    /// Unix seconds.
+    pub ts: f64,
 }
 
 /// The answer to adding a store.
@@ -201,6 +216,10 @@ fn describe(error: serde_path_to_error::Error<serde_json::Error>) -> String {
         .to_owned();
     if path == "." {
         message
+    } else if path.len() > 80 {
+        // A deeply nested value makes a path of thousands of `[0]`; the message matters more.
+        let cut = path.char_indices().nth(60).map_or(path.len(), |(i, _)| i);
+        format!("{}...: {message}", &path[..cut])
     } else {
         format!("{path}: {message}")
     }

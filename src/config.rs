@@ -115,6 +115,13 @@ pub struct Server {
     /// Extra `Host` header values `/mcp` accepts besides loopback names (a proxy's or a LAN name);
     /// `*` turns the check off.
     pub mcp_allowed_hosts: Vec<String>,
+    /// Open connections held at once; more are closed as they arrive.
+    pub max_connections: usize,
+    /// Requests handled at once; more are answered 503 at once.
+    pub max_in_flight: usize,
+    /// How long a connection may take to send a request's headers (and may sit idle between
+    /// requests) before it is closed.
+    pub header_timeout: Duration,
 }
 
 /// The `tls:` block.
@@ -135,6 +142,8 @@ pub struct Federation {
     pub fetch_multiplier: usize,
     /// The default bound on one store call.
     pub per_store_timeout: Duration,
+    /// The per-store circuit breaker.
+    pub breaker: crate::health::BreakerSettings,
     /// The config file's stores, in file order.
     pub stores: Vec<Result<StoreEntry, Invalid>>,
 }
@@ -449,6 +458,9 @@ struct FileServer {
     bearer_token_env: Option<String>,
     allow_open_lan: Option<Flag>,
     mcp_allowed_hosts: Option<Vec<String>>,
+    max_connections: Option<usize>,
+    max_in_flight: Option<usize>,
+    header_timeout_s: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -464,6 +476,9 @@ struct FileFederation {
     n_results: Option<usize>,
     fetch_multiplier: Option<usize>,
     per_store_timeout_s: Option<f64>,
+    breaker_failures: Option<u32>,
+    breaker_cooldown_s: Option<f64>,
+    breaker_max_cooldown_s: Option<f64>,
     stores: Option<Vec<RawStoreEntry>>,
 }
 
@@ -605,6 +620,29 @@ impl Config {
             }
             let per_store_timeout = positive_seconds(f.per_store_timeout_s.unwrap_or(5.0))
                 .map_err(|why| invalid(format!("federation.per_store_timeout_s {why}")))?;
+            let defaults = crate::health::BreakerSettings::default();
+            let cooldown = match f.breaker_cooldown_s {
+                None => defaults.cooldown,
+                Some(s) => positive_seconds(s)
+                    .map_err(|why| invalid(format!("federation.breaker_cooldown_s {why}")))?,
+            };
+            let max_cooldown = match f.breaker_max_cooldown_s {
+                None => defaults.max_cooldown.max(cooldown),
+                Some(s) => positive_seconds(s)
+                    .map_err(|why| invalid(format!("federation.breaker_max_cooldown_s {why}")))?,
+            };
+            if max_cooldown < cooldown {
+                return Err(invalid(format!(
+                    "federation.breaker_max_cooldown_s ({}) must not be below breaker_cooldown_s ({})",
+                    max_cooldown.as_secs_f64(),
+                    cooldown.as_secs_f64()
+                )));
+            }
+            let breaker = crate::health::BreakerSettings {
+                failures: f.breaker_failures.unwrap_or(defaults.failures),
+                cooldown,
+                max_cooldown,
+            };
             let mut stores = Vec::new();
             for (i, raw) in f.stores.unwrap_or_default().into_iter().enumerate() {
                 let place = format!("federation.stores[{i}]");
@@ -635,6 +673,7 @@ impl Config {
                 n_results,
                 fetch_multiplier,
                 per_store_timeout,
+                breaker,
                 stores,
             }
         };
@@ -646,7 +685,19 @@ impl Config {
             token: None,
             allow_open_lan: s.allow_open_lan.is_some_and(|f| f.0),
             mcp_allowed_hosts: s.mcp_allowed_hosts.unwrap_or_default(),
+            max_connections: s.max_connections.unwrap_or(1024),
+            max_in_flight: s.max_in_flight.unwrap_or(256),
+            header_timeout: positive_seconds(s.header_timeout_s.unwrap_or(10.0))
+                .map_err(|why| invalid(format!("server.header_timeout_s {why}")))?,
         };
+        for (key, value) in [
+            ("server.max_connections", server.max_connections),
+            ("server.max_in_flight", server.max_in_flight),
+        ] {
+            if value == 0 {
+                return Err(invalid(format!("{key} must be at least 1, got 0")));
+            }
+        }
         let mut inline = s.bearer_token;
         let mut token_env = s.bearer_token_env;
         let mut tls = Tls {
@@ -959,6 +1010,30 @@ mod tests {
         assert!(error("federation:\n  k: 1.5\n").contains("federation.k"));
         assert!(error("federation:\n  n_results: 0\n").contains("federation.n_results"));
         assert!(error("federation:\n  per_store_timeout_s: -2\n").contains("per_store_timeout_s"));
+        assert!(error("federation:\n  breaker_cooldown_s: 0\n").contains("breaker_cooldown_s"));
+        assert!(
+            error("server:\n  max_in_flight: 0\n")
+                .contains("server.max_in_flight must be at least 1")
+        );
+        assert!(error("server:\n  header_timeout_s: -1\n").contains("server.header_timeout_s"));
+        let message =
+            error("federation:\n  breaker_cooldown_s: 30\n  breaker_max_cooldown_s: 10\n");
+        assert!(message.contains("must not be below"), "{message}");
+        assert!(
+            error("federation:\n  breaker_failures: -1\n").contains("federation.breaker_failures")
+        );
+        let breaker = parse("federation:\n  breaker_failures: 0\n  breaker_cooldown_s: 90\n")
+            .unwrap()
+            .federation
+            .breaker;
+        assert_eq!(
+            (
+                breaker.failures,
+                breaker.cooldown.as_secs(),
+                breaker.max_cooldown.as_secs()
+            ),
+            (0, 90, 90)
+        );
         let message = error(
             "federation:\n  stores:\n    - name: f\n      type: seren_loci\n      url: ftp://x\n",
         );

@@ -6,10 +6,13 @@
 //! the request itself (an empty query, an `n_results` out of range).
 
 use crate::api::{
-    self, Added, Info, NameReason, Refusal, RefusalKind, Removed, SearchAnswer, Stores,
+    self, Added, HealthAnswer, Info, NameReason, Refusal, RefusalKind, Removed, SearchAnswer,
+    Stores,
 };
 use crate::config::{Config, NewStore};
 use crate::fusion::{self, RankedList};
+use crate::health::{Admission, Health};
+use crate::roster::Bound;
 use crate::roster::Roster;
 use crate::store::{self, Failure, remote::MAX_DEPTH};
 use std::sync::Arc;
@@ -29,6 +32,7 @@ pub struct BuildError(#[from] reqwest::Error);
 pub struct Federation {
     roster: Roster,
     client: reqwest::Client,
+    health: Health,
 }
 
 impl Federation {
@@ -45,6 +49,7 @@ impl Federation {
             .pool_idle_timeout(Duration::from_secs(90))
             .build()?;
         Ok(Self {
+            health: Health::new(config.federation.breaker),
             roster: Roster::new(Arc::new(config)),
             client,
         })
@@ -93,14 +98,10 @@ impl Federation {
         let ask = n.saturating_mul(federation.fetch_multiplier).max(n);
         let fan = self.roster.fan();
 
-        let calls = fan.bound.iter().map(|bound| async move {
-            if bound.kind == store::callosum::TYPE.name && depth >= MAX_DEPTH {
-                return Err(Failure::NotAsked(format!(
-                    "not asked: {MAX_DEPTH} callosums already stand in this chain (a loop?)"
-                )));
-            }
-            bound.remote.search(&self.client, query, ask, depth).await
-        });
+        let calls = fan
+            .bound
+            .iter()
+            .map(|bound| self.call(bound, query, ask, depth));
         let results = futures_util::future::join_all(calls).await;
 
         let mut answered = Vec::new();
@@ -148,12 +149,67 @@ impl Federation {
         })
     }
 
-    /// The roster as `GET /stores` shows it.
+    /// One store call, through the breaker, recorded in the store's health.
+    async fn call(
+        &self,
+        bound: &Bound,
+        query: &str,
+        ask: usize,
+        depth: u32,
+    ) -> Result<Vec<store::Hit>, Failure> {
+        if bound.kind == store::callosum::TYPE.name && depth >= MAX_DEPTH {
+            return Err(Failure::NotAsked(format!(
+                "not asked: {MAX_DEPTH} callosums already stand in this chain (a loop?)"
+            )));
+        }
+        let probe = match self.health.admit(&bound.name) {
+            Admission::Skip(reason) => return Err(Failure::NotAsked(reason)),
+            Admission::Call => None,
+            // If this search is dropped mid-probe, the guard lets the next call probe instead.
+            Admission::Probe => Some(ProbeGuard {
+                health: &self.health,
+                store: &bound.name,
+            }),
+        };
+        let started = std::time::Instant::now();
+        let result = bound.remote.search(&self.client, query, ask, depth).await;
+        let reason = result.as_ref().err().map(Failure::to_string);
+        self.health
+            .record(&bound.name, started.elapsed(), reason.as_deref());
+        // The outcome is recorded: the probe is finished, not abandoned.
+        std::mem::forget(probe);
+        result
+    }
+
+    /// Every store's health, as `GET /health/stores` shows it.
+    pub fn health(&self) -> HealthAnswer {
+        let fan = self.roster.fan();
+        let stores = self
+            .health
+            .snapshot(fan.bound.iter().map(|b| b.name.as_str()));
+        let count = |status: &str| stores.iter().filter(|s| s.health_status == status).count();
+        HealthAnswer {
+            healthy: count("healthy"),
+            degraded: count("degraded"),
+            unhealthy: count("unhealthy"),
+            unknown: count("unknown"),
+            ts: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            stores,
+        }
+    }
+
+    /// The roster as `GET /stores` shows it, with each active store's breaker state.
     pub fn stores(&self) -> Stores {
         let fan = self.roster.fan();
         let federation = &self.config().federation;
+        let mut rows = fan.rows.clone();
+        for row in rows.iter_mut().filter(|row| row.status == "active") {
+            row.breaker = Some(self.health.breaker(&row.name).to_owned());
+        }
         Stores {
-            stores: fan.rows.clone(),
+            stores: rows,
             active: fan.bound.len(),
             k: federation.k,
             n_results: federation.n_results,
@@ -192,5 +248,18 @@ impl Federation {
             stores: fan.bound.iter().map(|b| b.name.clone()).collect(),
             skipped: fan.skipped.clone(),
         }
+    }
+}
+
+/// Held while a probe call is under way. Dropped unfinished (the search was cancelled), it tells the
+/// breaker, so the next call probes instead of the circuit waiting on a probe that is gone.
+struct ProbeGuard<'a> {
+    health: &'a Health,
+    store: &'a str,
+}
+
+impl Drop for ProbeGuard<'_> {
+    fn drop(&mut self) {
+        self.health.abandon_probe(self.store);
     }
 }

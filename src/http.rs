@@ -13,14 +13,15 @@ use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{MethodRouter, any_service, delete, get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// The largest request body accepted, in bytes.
@@ -86,35 +87,152 @@ impl IntoResponse for ApiError {
 /// The whole REST surface. Tests drive it in-process or on a loopback listener.
 pub fn router(state: AppState) -> Router {
     let token = state.token.clone();
-    // MCP over streamable HTTP answers at `/mcp` and at `/mcp/` (where the Python service lives).
-    let mcp = crate::mcp::http_service(state.federation.clone(), state.shutdown.child_token());
-    Router::new()
-        .route("/", get(root))
-        .route("/health", get(health))
-        .route("/search", post(search))
-        .route("/stores", get(list_stores).post(add_store))
-        .route("/stores/{name}", delete(remove_store))
-        .route("/viewer", get(viewer))
-        .route("/viewer/", get(viewer))
-        .route_service("/mcp", mcp.clone())
-        .route_service("/mcp/", mcp)
+    let in_flight = Arc::new(Semaphore::new(
+        state.federation.config().server.max_in_flight,
+    ));
+    let mut router = Router::new();
+    for (path, route) in routes(&state) {
+        router = router.route(path, route);
+    }
+    router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        // Auth wraps every route, the fallback included: a route is gated unless `is_public`
+        // names it, so a route added later cannot be left open by forgetting a layer.
         .layer(middleware::from_fn_with_state(token, require_token))
+        .layer(middleware::from_fn_with_state(in_flight, limit_in_flight))
         .layer(middleware::from_fn(request_id))
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then lets open requests finish.
+/// Every route, in one table, so that tests can enumerate them (and check each one's auth).
+pub fn routes(state: &AppState) -> Vec<(&'static str, MethodRouter<AppState>)> {
+    // MCP over streamable HTTP answers at `/mcp` and at `/mcp/` (where the Python service lives).
+    let mcp = crate::mcp::http_service(state.federation.clone(), state.shutdown.child_token());
+    vec![
+        ("/", get(root)),
+        ("/health", get(health)),
+        ("/health/stores", get(health_stores)),
+        ("/search", post(search)),
+        ("/stores", get(list_stores).post(add_store)),
+        ("/stores/{name}", delete(remove_store)),
+        ("/viewer", get(viewer)),
+        ("/viewer/", get(viewer)),
+        ("/mcp", any_service(mcp.clone())),
+        ("/mcp/", any_service(mcp)),
+    ]
+}
+
+/// What one listener holds at once, so a flood of clients cannot take the service down.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Open connections; one more is closed as it arrives.
+    pub max_connections: usize,
+    /// A connection that has not sent a whole request head within this time (slow headers, or
+    /// idle between requests) is closed.
+    pub header_timeout: Duration,
+    /// How long shutdown waits for open requests before it stops anyway.
+    pub drain: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
+            drain: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Limits {
+    /// The limits a configuration asks for.
+    pub fn from_config(server: &crate::config::Server) -> Self {
+        Self {
+            max_connections: server.max_connections,
+            header_timeout: server.header_timeout,
+            ..Self::default()
+        }
+    }
+}
+
+/// Serves `router` on `listener` with default [`Limits`] until `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with(listener, router, Limits::default(), shutdown).await
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then stops accepting and lets open
+/// requests finish (for at most `limits.drain`).
+///
+/// HTTP/1.1 with keep-alive. Each connection is a task bounded by the connection's life; a
+/// connection over `max_connections` is closed at once rather than queued, and one that is slow to
+/// send its headers, or idle, is closed after `header_timeout`.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: Limits,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    let service = hyper_util::service::TowerToHyperService::new(router);
+    let mut refused: u64 = 0;
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => stream,
+                Err(error) => {
+                    // Out of file descriptors, say: back off briefly instead of spinning.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            refused += 1;
+            if refused.is_power_of_two() {
+                tracing::warn!(
+                    max = limits.max_connections,
+                    refused,
+                    "connection limit reached; closing new connections"
+                );
+            }
+            drop(stream);
+            continue;
+        };
+        // Small JSON answers: send them now rather than wait for Nagle.
+        let _ = stream.set_nodelay(true);
+        let connection =
+            graceful.watch(builder.serve_connection(TokioIo::new(stream), service.clone()));
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(limits.drain) => {
+            tracing::warn!(seconds = limits.drain.as_secs(), "open requests did not finish in time; stopping anyway");
+        }
+    }
+    Ok(())
 }
 
 async fn root(State(state): State<AppState>) -> Response {
@@ -151,6 +269,10 @@ async fn search(
         .search(&request.query, request.n_results, depth)
         .await?;
     Ok(Json(answer).into_response())
+}
+
+async fn health_stores(State(state): State<AppState>) -> Response {
+    Json(state.federation.health()).into_response()
 }
 
 async fn list_stores(State(state): State<AppState>) -> Response {
@@ -233,9 +355,31 @@ fn decode_body<T: for<'de> Deserialize<'de>>(
     })
 }
 
+/// Answers 503 at once when `max_in_flight` requests are already being handled: a caller told
+/// "busy, retry" is better off than one whose request waits behind an unbounded queue.
+async fn limit_in_flight(
+    State(in_flight): State<Arc<Semaphore>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Ok(_permit) = in_flight.try_acquire() else {
+        let mut response = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy: too many requests in flight; retry shortly",
+        )
+        .into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        // Answered without reading the body: the connection will not carry another request.
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    };
+    next.run(request).await
+}
+
 /// Paths anyone may read, token or not: the service card, health, and the viewer page itself
 /// (which then asks for the token before it calls anything gated).
-fn is_public(method: &Method, path: &str) -> bool {
+pub fn is_public(method: &Method, path: &str) -> bool {
     (method == Method::GET || method == Method::HEAD)
         && (path == "/"
             || path == "/health"
@@ -258,9 +402,11 @@ async fn require_token(
         return next.run(request).await;
     }
     let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized").into_response();
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    let headers = response.headers_mut();
+    headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    // The request body was never read, so the connection cannot carry another request cleanly:
+    // say so, or a client that reuses it may see the connection drop under its next request.
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 

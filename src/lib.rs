@@ -12,6 +12,7 @@
 //! - [`store`]: one [`store::Protocol`] per store type and the shared HTTP call to a store.
 //! - [`fusion`]: pure weighted RRF over ranked lists.
 //! - [`roster`]: the live set of stores (config + overlay) and each one's bind status.
+//! - [`health`]: per-store call records and the circuit breaker that reads them.
 //! - [`api`]: the wire types both edges speak.
 //! - [`federation`]: the one core both edges call: fan out, collect failures, fuse, answer.
 //! - [`http`]: the REST routes, auth, and request ids.
@@ -23,6 +24,7 @@ pub mod config;
 pub mod demo;
 pub mod federation;
 pub mod fusion;
+pub mod health;
 pub mod http;
 pub mod mcp;
 pub mod overlay;

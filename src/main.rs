@@ -218,6 +218,7 @@ async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<Ex
         return Ok(code);
     }
     let (host, port) = (config.server.host.clone(), config.server.port);
+    let config_server = config.server.clone();
     let federation = Arc::new(Federation::new(config)?);
     let listener = tokio::net::TcpListener::bind((host.as_str(), port))
         .await
@@ -247,7 +248,8 @@ async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<Ex
         tracing::info!("shutting down");
         signal.cancel();
     });
-    http::serve(listener, router, shutdown.cancelled_owned()).await?;
+    let limits = http::Limits::from_config(&config_server);
+    http::serve_with(listener, router, limits, shutdown.cancelled_owned()).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -279,9 +281,11 @@ async fn stdio(args: StdioArgs) -> anyhow::Result<ExitCode> {
         let mut state = AppState::new(federation.clone());
         state.shutdown = shutdown.clone();
         let router = http::router(state);
-        Some(tokio::spawn(http::serve(
+        let limits = http::Limits::from_config(server);
+        Some(tokio::spawn(http::serve_with(
             listener,
             router,
+            limits,
             shutdown.clone().cancelled_owned(),
         )))
     } else {

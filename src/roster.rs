@@ -320,6 +320,7 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
                     managed,
                     auth: false,
                     status: Status::Skipped(invalid.reason.clone()).text(),
+                    breaker: None,
                 });
                 fan.skipped.push(crate::api::NameReason {
                     name: invalid.name,
@@ -360,6 +361,7 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
             enabled: entry.enabled,
             managed,
             status: status.text(),
+            breaker: None,
         });
     }
     fan

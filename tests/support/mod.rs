@@ -176,6 +176,7 @@ impl Callosum {
     }
 
     pub async fn start_with(dir: Arc<tempfile::TempDir>, config: Config) -> Self {
+        let limits = http::Limits::from_config(&config.server);
         let federation = Arc::new(Federation::new(config).unwrap());
         let router = http::router(AppState::new(federation.clone()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -183,7 +184,9 @@ impl Callosum {
         let stop = CancellationToken::new();
         let cancelled = stop.clone().cancelled_owned();
         tokio::spawn(async move {
-            http::serve(listener, router, cancelled).await.unwrap();
+            http::serve_with(listener, router, limits, cancelled)
+                .await
+                .unwrap();
         });
         Self {
             url,

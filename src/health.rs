@@ -1,0 +1,458 @@
+//! Per-store health: every call's outcome and latency, and the circuit breaker that reads them.
+//!
+//! Records are keyed by store name and live beside the roster, not in it, so they survive roster
+//! changes (a store removed and added again keeps its history). The breaker exists so that a store
+//! that hangs does not tax every search with its full timeout: after `failures` consecutive
+//! failures the store is skipped at once (named in `failed` as `circuit open: <last error>`), then
+//! one probe call is let through after a cool-down that doubles, up to a maximum, while the store
+//! stays down; the first success closes the circuit.
+//!
+//! One std mutex guards the map. It is only ever held for a few field updates, never across an
+//! await, so it cannot stall the runtime.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The breaker's settings (from the `federation:` block).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BreakerSettings {
+    /// Consecutive failures that open the circuit; 0 turns the breaker off.
+    pub failures: u32,
+    /// The first cool-down before a probe.
+    pub cooldown: Duration,
+    /// The longest cool-down, however long the store stays down.
+    pub max_cooldown: Duration,
+}
+
+impl Default for BreakerSettings {
+    fn default() -> Self {
+        Self {
+            failures: 3,
+            cooldown: Duration::from_secs(5),
+            max_cooldown: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The breaker's state for one store.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Breaker {
+    Closed,
+    /// Skipping calls until `until`, then probing; `cooldown` is the wait that led here.
+    Open {
+        until: Instant,
+        cooldown: Duration,
+    },
+    /// One probe is under way; other calls are skipped until it reports.
+    Probing {
+        cooldown: Duration,
+    },
+}
+
+/// What to do with a call to a store.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Admission {
+    /// Call it.
+    Call,
+    /// Call it as the one probe of an open circuit.
+    Probe,
+    /// Do not call it; this is the reason for `failed`.
+    Skip(String),
+}
+
+#[derive(Debug, Clone)]
+struct Record {
+    total_calls: u64,
+    successful_calls: u64,
+    failed_calls: u64,
+    short_circuited: u64,
+    last_latency: f64,
+    avg_latency: f64,
+    max_latency: f64,
+    last_error: Option<String>,
+    consecutive_failures: u32,
+    last_call_ts: Option<f64>,
+    last_success_ts: Option<f64>,
+    breaker: Breaker,
+}
+
+impl Default for Record {
+    fn default() -> Self {
+        Self {
+            total_calls: 0,
+            successful_calls: 0,
+            failed_calls: 0,
+            short_circuited: 0,
+            last_latency: 0.0,
+            avg_latency: 0.0,
+            max_latency: 0.0,
+            last_error: None,
+            consecutive_failures: 0,
+            last_call_ts: None,
+            last_success_ts: None,
+            breaker: Breaker::Closed,
+        }
+    }
+}
+
+/// One store's health, as `GET /health/stores` shows it. Latencies are in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StoreHealth {
+    pub name: String,
+    pub total_calls: u64,
+    pub successful_calls: u64,
+    pub failed_calls: u64,
+    /// Calls not made because the circuit was open.
+    pub short_circuited: u64,
+    pub success_rate: f64,
+    pub avg_latency: f64,
+    pub max_latency: f64,
+    pub last_latency: f64,
+    pub last_error: Option<String>,
+    pub consecutive_failures: u32,
+    /// `unknown`, `healthy`, `degraded` or `unhealthy`.
+    pub health_status: String,
+    /// `closed`, `open` or `probing`.
+    pub breaker: String,
+    /// While open: seconds until the next probe.
+    pub breaker_retry_in_s: Option<f64>,
+    pub last_call_ts: Option<f64>,
+    pub last_success_ts: Option<f64>,
+}
+
+/// Every store's health.
+#[derive(Debug, Default, Clone)]
+pub struct Health {
+    settings: BreakerSettings,
+    records: Arc<Mutex<HashMap<String, Record>>>,
+}
+
+impl Health {
+    pub fn new(settings: BreakerSettings) -> Self {
+        Self {
+            settings,
+            records: Arc::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Record>> {
+        // A panic while holding this lock can only have left counters half-updated; the numbers
+        // are statistics, so carrying on with them is better than failing every search.
+        self.records
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Decides whether to call `store` now.
+    pub fn admit(&self, store: &str) -> Admission {
+        self.admit_at(store, Instant::now())
+    }
+
+    fn admit_at(&self, store: &str, now: Instant) -> Admission {
+        let mut records = self.lock();
+        let Some(record) = records.get_mut(store) else {
+            return Admission::Call;
+        };
+        let skip = |record: &mut Record| {
+            record.short_circuited += 1;
+            Admission::Skip(format!(
+                "circuit open: {}",
+                record.last_error.as_deref().unwrap_or("failing")
+            ))
+        };
+        match record.breaker {
+            Breaker::Closed => Admission::Call,
+            Breaker::Open { until, cooldown } if now >= until => {
+                record.breaker = Breaker::Probing { cooldown };
+                Admission::Probe
+            }
+            Breaker::Open { .. } | Breaker::Probing { .. } => skip(record),
+        }
+    }
+
+    /// Records the outcome of a call (or a probe) to `store` that took `latency`: `None` for a
+    /// success, else the failure's reason.
+    pub fn record(&self, store: &str, latency: Duration, failure: Option<&str>) {
+        self.record_at(store, latency, failure, Instant::now());
+    }
+
+    fn record_at(&self, store: &str, latency: Duration, failure: Option<&str>, now: Instant) {
+        let settings = self.settings;
+        let mut records = self.lock();
+        let record = records.entry(store.to_owned()).or_default();
+        let seconds = latency.as_secs_f64();
+        record.total_calls += 1;
+        record.last_latency = seconds;
+        record.max_latency = record.max_latency.max(seconds);
+        record.avg_latency = if record.total_calls == 1 {
+            seconds
+        } else {
+            0.2 * seconds + 0.8 * record.avg_latency
+        };
+        let wall = unix_now();
+        record.last_call_ts = Some(wall);
+        match failure {
+            None => {
+                record.successful_calls += 1;
+                record.consecutive_failures = 0;
+                record.last_success_ts = Some(wall);
+                if record.breaker != Breaker::Closed {
+                    tracing::info!(store, "circuit closed: the store answered again");
+                }
+                record.breaker = Breaker::Closed;
+            }
+            Some(reason) => {
+                record.failed_calls += 1;
+                record.consecutive_failures = record.consecutive_failures.saturating_add(1);
+                record.last_error = Some(reason.chars().take(200).collect());
+                let next = match record.breaker {
+                    // A failed probe: wait twice as long before the next one.
+                    Breaker::Probing { cooldown } | Breaker::Open { cooldown, .. } => {
+                        Some((cooldown * 2).min(settings.max_cooldown))
+                    }
+                    Breaker::Closed
+                        if settings.failures > 0
+                            && record.consecutive_failures >= settings.failures =>
+                    {
+                        Some(settings.cooldown.min(settings.max_cooldown))
+                    }
+                    Breaker::Closed => None,
+                };
+                if let Some(cooldown) = next {
+                    tracing::warn!(
+                        store,
+                        failures = record.consecutive_failures,
+                        retry_in_s = cooldown.as_secs_f64(),
+                        "circuit open: skipping the store until a probe succeeds"
+                    );
+                    record.breaker = Breaker::Open {
+                        until: now + cooldown,
+                        cooldown,
+                    };
+                }
+            }
+        }
+    }
+
+    /// A probe that ended without an outcome (its search was dropped): let the next call probe.
+    pub fn abandon_probe(&self, store: &str) {
+        let mut records = self.lock();
+        if let Some(record) = records.get_mut(store)
+            && let Breaker::Probing { cooldown } = record.breaker
+        {
+            record.breaker = Breaker::Open {
+                until: Instant::now(),
+                cooldown,
+            };
+        }
+    }
+
+    /// The breaker state of `store`: `closed`, `open` or `probing`.
+    pub fn breaker(&self, store: &str) -> &'static str {
+        self.lock()
+            .get(store)
+            .map_or("closed", |record| breaker_name(record.breaker))
+    }
+
+    /// Every store in `names` (unknown when never called) plus every store with a record, sorted
+    /// by name.
+    pub fn snapshot<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<StoreHealth> {
+        let now = Instant::now();
+        let records = self.lock();
+        let mut all: Vec<String> = records.keys().cloned().collect();
+        all.extend(names.into_iter().map(str::to_owned));
+        all.sort_unstable();
+        all.dedup();
+        let empty = Record::default();
+        all.into_iter()
+            .map(|name| {
+                let record = records.get(&name).unwrap_or(&empty);
+                let rate = if record.total_calls == 0 {
+                    0.0
+                } else {
+                    record.successful_calls as f64 / record.total_calls as f64
+                };
+                let status = if record.total_calls == 0 {
+                    "unknown"
+                } else if rate >= 0.9 && record.consecutive_failures == 0 {
+                    "healthy"
+                } else if rate >= 0.7 && record.consecutive_failures < 3 {
+                    "degraded"
+                } else {
+                    "unhealthy"
+                };
+                StoreHealth {
+                    total_calls: record.total_calls,
+                    successful_calls: record.successful_calls,
+                    failed_calls: record.failed_calls,
+                    short_circuited: record.short_circuited,
+                    success_rate: round4(rate),
+                    avg_latency: round4(record.avg_latency),
+                    max_latency: round4(record.max_latency),
+                    last_latency: round4(record.last_latency),
+                    last_error: record.last_error.clone(),
+                    consecutive_failures: record.consecutive_failures,
+                    health_status: status.into(),
+                    breaker: breaker_name(record.breaker).into(),
+                    breaker_retry_in_s: match record.breaker {
+                        Breaker::Open { until, .. } => {
+                            Some(round4(until.saturating_duration_since(now).as_secs_f64()))
+                        }
+                        _ => None,
+                    },
+                    last_call_ts: record.last_call_ts,
+                    last_success_ts: record.last_success_ts,
+                    name,
+                }
+            })
+            .collect()
+    }
+}
+
+fn breaker_name(breaker: Breaker) -> &'static str {
+    match breaker {
+        Breaker::Closed => "closed",
+        Breaker::Open { .. } => "open",
+        Breaker::Probing { .. } => "probing",
+    }
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn health() -> Health {
+        Health::new(BreakerSettings {
+            failures: 3,
+            cooldown: Duration::from_secs(5),
+            max_cooldown: Duration::from_secs(12),
+        })
+    }
+
+    #[test]
+    fn the_breaker_opens_probes_backs_off_and_closes() {
+        let h = health();
+        let t0 = Instant::now();
+        assert_eq!(h.admit_at("s", t0), Admission::Call, "no record yet");
+        h.record_at("s", MS, Some("timeout after 5.00s"), t0);
+        h.record_at("s", MS, Some("timeout after 5.00s"), t0);
+        assert_eq!(
+            h.admit_at("s", t0),
+            Admission::Call,
+            "two failures: still closed"
+        );
+        h.record_at("s", MS, Some("timeout after 5.00s"), t0);
+        assert_eq!(
+            h.admit_at("s", t0 + Duration::from_secs(1)),
+            Admission::Skip("circuit open: timeout after 5.00s".into())
+        );
+        // After the cool-down one probe goes through; others are skipped while it runs.
+        let t1 = t0 + Duration::from_secs(5);
+        assert_eq!(h.admit_at("s", t1), Admission::Probe);
+        assert!(matches!(h.admit_at("s", t1), Admission::Skip(_)));
+        assert_eq!(h.breaker("s"), "probing");
+        // A failed probe doubles the wait (5 s -> 10 s), capped at the maximum (12 s).
+        h.record_at("s", MS, Some("connect: connection refused"), t1);
+        assert_eq!(
+            h.admit_at("s", t1 + Duration::from_secs(9)),
+            Admission::Skip("circuit open: connect: connection refused".into())
+        );
+        let t2 = t1 + Duration::from_secs(10);
+        assert_eq!(h.admit_at("s", t2), Admission::Probe);
+        h.record_at("s", MS, Some("status 500"), t2);
+        assert!(matches!(
+            h.admit_at("s", t2 + Duration::from_secs(11)),
+            Admission::Skip(_)
+        ));
+        let t3 = t2 + Duration::from_secs(12);
+        assert_eq!(h.admit_at("s", t3), Admission::Probe);
+        // The first success closes it.
+        h.record_at("s", MS, None, t3);
+        assert_eq!(h.admit_at("s", t3), Admission::Call);
+        assert_eq!(h.breaker("s"), "closed");
+        let snapshot = &h.snapshot([])[0];
+        assert_eq!(snapshot.consecutive_failures, 0);
+        assert_eq!(snapshot.short_circuited, 4);
+        assert_eq!(snapshot.total_calls, 6);
+    }
+
+    #[test]
+    fn an_abandoned_probe_lets_the_next_call_probe() {
+        let h = health();
+        let t0 = Instant::now();
+        for _ in 0..3 {
+            h.record_at("s", MS, Some("x"), t0);
+        }
+        assert_eq!(
+            h.admit_at("s", t0 + Duration::from_secs(6)),
+            Admission::Probe
+        );
+        h.abandon_probe("s");
+        assert_eq!(h.admit("s"), Admission::Probe);
+    }
+
+    #[test]
+    fn zero_failures_turns_the_breaker_off() {
+        let h = Health::new(BreakerSettings {
+            failures: 0,
+            ..BreakerSettings::default()
+        });
+        for _ in 0..50 {
+            h.record("s", MS, Some("x"));
+        }
+        assert_eq!(h.admit("s"), Admission::Call);
+    }
+
+    #[test]
+    fn statuses_follow_the_python_rules() {
+        let h = health();
+        let check = |name: &str, outcomes: &[bool], status: &str| {
+            for ok in outcomes {
+                h.record(name, MS, if *ok { None } else { Some("e") });
+            }
+            let snapshot = h.snapshot([name]);
+            let row = snapshot.iter().find(|r| r.name == name).unwrap();
+            assert_eq!(row.health_status, status, "{name}");
+        };
+        check("never", &[], "unknown");
+        check("fine", &[true; 10], "healthy");
+        check(
+            "wobbly",
+            &[true, true, true, true, true, true, true, true, false],
+            "degraded",
+        );
+        check("down", &[true, false, false, false], "unhealthy");
+        let names: Vec<String> = h.snapshot(["zz"]).into_iter().map(|r| r.name).collect();
+        assert_eq!(
+            names,
+            ["down", "fine", "wobbly", "zz"],
+            "sorted by name: the stores with a record, and those asked for"
+        );
+    }
+
+    #[test]
+    fn latencies_are_tracked() {
+        let h = health();
+        h.record("s", Duration::from_millis(100), None);
+        h.record("s", Duration::from_millis(300), None);
+        let row = &h.snapshot([])[0];
+        assert_eq!(row.last_latency, 0.3);
+        assert_eq!(row.max_latency, 0.3);
+        assert_eq!(row.avg_latency, 0.14, "EMA 0.2*0.3 + 0.8*0.1");
+        assert!(row.last_success_ts.is_some());
+    }
+}

@@ -1,0 +1,355 @@
+//! Fault injection: stores that hang, trickle, never end, lie, reset, or answer garbage. The answer
+//! still comes back, on time, with every bad store named in `failed`; the circuit breaker stops a
+//! hanging store from taxing every search; nothing panics.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use support::fault::{Fault, FaultStore};
+use support::*;
+
+fn failed(answer: &Value) -> Vec<(String, String)> {
+    answer["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_owned(),
+                f["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn reason_of(answer: &Value, name: &str) -> String {
+    failed(answer)
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, r)| r)
+        .unwrap_or_else(|| panic!("{name} is not in failed: {}", answer["failed"]))
+}
+
+/// A config whose stores time out after `timeout` seconds, with the breaker off unless asked.
+fn yaml(timeout: f64, breaker: &str, stores: &[(&str, &str, &str)]) -> String {
+    let mut yaml = format!("federation:\n  per_store_timeout_s: {timeout}\n{breaker}  stores:\n");
+    for (name, kind, url) in stores {
+        yaml.push_str(&format!(
+            "    - name: {name}\n      type: {kind}\n      url: {url}\n"
+        ));
+    }
+    yaml
+}
+
+const NO_BREAKER: &str = "  breaker_failures: 0\n";
+
+#[tokio::test]
+async fn every_transport_fault_degrades_within_the_deadline() {
+    let good = StubStore::hits(memory_hits(&[("m1", 0.1)])).await;
+    let hang = FaultStore::start(Fault::Hang).await;
+    let slow = FaultStore::start(Fault::SlowHeaders(Duration::from_secs(60))).await;
+    let trickle = FaultStore::start(Fault::Trickle).await;
+    let endless = FaultStore::start(Fault::Endless).await;
+    let oversize = FaultStore::start(Fault::Oversize).await;
+    let reset = FaultStore::start(Fault::ResetMidBody).await;
+    let timeout = 0.8;
+    let callosum = Callosum::start(&yaml(
+        timeout,
+        NO_BREAKER,
+        &[
+            ("good", "seren_memory", &good.url),
+            ("hang", "seren_memory", &hang.url),
+            ("slow", "seren_loci", &slow.url),
+            ("trickle", "seren_memory", &trickle.url),
+            ("endless", "seren_memory", &endless.url),
+            ("oversize", "seren_loci", &oversize.url),
+            ("reset", "seren_memory", &reset.url),
+        ],
+    ))
+    .await;
+    for round in 0..2 {
+        let started = Instant::now();
+        let (status, answer) = callosum.search("q", None).await;
+        let elapsed = started.elapsed();
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(order(&answer), ["good:m1"], "round {round}");
+        assert_eq!(reason_of(&answer, "hang"), "timeout after 0.80s");
+        assert_eq!(reason_of(&answer, "slow"), "timeout after 0.80s");
+        assert_eq!(reason_of(&answer, "trickle"), "timeout after 0.80s");
+        assert_eq!(reason_of(&answer, "endless"), "body over the 8192 KiB cap");
+        assert_eq!(reason_of(&answer, "oversize"), "body over the 8192 KiB cap");
+        let reset_reason = reason_of(&answer, "reset");
+        assert!(reset_reason.starts_with("transport: "), "{reset_reason}");
+        // The whole search is bounded by the store timeout, whatever the stores do: a generous
+        // ratio, not a tight wall-clock figure.
+        assert!(
+            elapsed < Duration::from_secs_f64(timeout * 3.0),
+            "round {round} took {elapsed:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn bad_answers_are_data_not_crashes() {
+    let deep = format!(
+        "{{\"hits\":[{{\"id\":\"x\",\"metadata\":{{\"a\":{}1{}}}}}]}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let huge = format!(
+        "{{\"hits\":[{{\"id\":\"huge\",\"content\":\"{}\",\"raw_distance\":0.1}}]}}",
+        "x".repeat(2 * 1024 * 1024)
+    );
+    let mut invalid_utf8 = b"{\"hits\":[{\"id\":\"bad\",\"content\":\"".to_vec();
+    invalid_utf8.extend_from_slice(&[0xff, 0xfe, 0xc3]);
+    invalid_utf8.extend_from_slice(b"\"}]}");
+    let cases: Vec<(&str, &str, FaultStore)> = vec![
+        ("nan", "seren_memory", FaultStore::json(r#"{"hits":[{"id":"a","raw_distance":NaN}]}"#).await),
+        ("infinity", "seren_memory", FaultStore::json(r#"{"hits":[{"id":"a","score":"Infinity"}]}"#).await),
+        ("huge-number", "seren_loci", FaultStore::json(r#"{"hits":[{"id":"a","score":1e400}]}"#).await),
+        ("string-score", "seren_loci", FaultStore::json(r#"{"hits":[{"id":"a","score":"0.9"}]}"#).await),
+        ("deep", "seren_memory", FaultStore::json(deep).await),
+        ("utf8", "seren_memory", FaultStore::start(Fault::Body(invalid_utf8)).await),
+        ("empty", "seren_memory", FaultStore::json("").await),
+        ("html", "seren_callosum", FaultStore::json("<html><body>502 Bad Gateway</body></html>").await),
+        ("negative", "seren_memory", FaultStore::json(r#"{"hits":[{"id":"neg","raw_distance":-5,"content":"n"}]}"#).await),
+        ("dupes", "seren_loci", FaultStore::json(r#"{"hits":[{"id":"d","key":"k","value":"one","score":0.5},{"id":"d","key":"k","value":"two","score":0.4}]}"#).await),
+        ("huge", "seren_memory", FaultStore::json(huge).await),
+        ("odd-id", "seren_memory", FaultStore::json(r#"{"hits":[{"id":{"nested":[1,2]},"raw_distance":"far","tier":7,"topic":["a"]}]}"#).await),
+    ];
+    let stores: Vec<(&str, &str, &str)> = cases
+        .iter()
+        .map(|(n, k, s)| (*n, *k, s.url.as_str()))
+        .collect();
+    let callosum = Callosum::start(&yaml(5.0, NO_BREAKER, &stores)).await;
+    let (status, answer) = callosum.search("q", Some(50)).await;
+    assert_eq!(status, 200, "{answer}");
+    for (name, needle) in [
+        ("nan", "decode: hits[0].raw_distance: expected value"),
+        (
+            "infinity",
+            "decode: hits[0].score: invalid type: string \"Infinity\"",
+        ),
+        ("huge-number", "decode: hits[0].score: number out of range"),
+        (
+            "string-score",
+            "decode: hits[0].score: invalid type: string \"0.9\"",
+        ),
+        ("deep", "decode: hits[0].metadata.a[0][0]"),
+        (
+            "utf8",
+            "decode: hits[0].content: invalid unicode code point",
+        ),
+        ("empty", "decode: EOF while parsing a value"),
+        ("html", "decode: expected value"),
+    ] {
+        let reason = reason_of(&answer, name);
+        assert!(reason.starts_with(needle), "{name}: {reason}");
+    }
+    let deep = reason_of(&answer, "deep");
+    assert!(
+        deep.ends_with("...: recursion limit exceeded") && deep.len() < 120,
+        "{deep}"
+    );
+    assert_eq!(
+        answer["stores_searched"],
+        json!(["negative", "dupes", "huge", "odd-id"])
+    );
+    let hits = answer["hits"].as_array().unwrap();
+    let by_id = |id: &str| hits.iter().filter(|h| h["id"] == id).collect::<Vec<_>>();
+    assert_eq!(
+        by_id("neg")[0]["base_relevance"],
+        1.0,
+        "a negative distance clamps to 0"
+    );
+    assert_eq!(
+        by_id("d").len(),
+        2,
+        "a store's duplicate ids are both kept, ranked 1 and 2"
+    );
+    assert_eq!(
+        by_id("huge")[0]["content"].as_str().unwrap().len(),
+        2 * 1024 * 1024
+    );
+    let odd = by_id("{\"nested\":[1,2]}");
+    assert_eq!(odd.len(), 1, "a non-string id is rendered as its JSON text");
+    assert_eq!(odd[0]["raw_distance"], 0.0);
+    assert_eq!(odd[0]["metadata"]["tier"], 7);
+}
+
+#[tokio::test]
+async fn the_breaker_skips_a_hanging_store_then_probes_it_back() {
+    let good = StubStore::hits(memory_hits(&[("m1", 0.1)])).await;
+    let flaky = FaultStore::start(Fault::Hang).await;
+    let callosum = Callosum::start(&yaml(
+        0.4,
+        "  breaker_failures: 2\n  breaker_cooldown_s: 0.3\n  breaker_max_cooldown_s: 0.6\n",
+        &[
+            ("good", "seren_memory", &good.url),
+            ("flaky", "seren_memory", &flaky.url),
+        ],
+    ))
+    .await;
+    for _ in 0..2 {
+        let (_, answer) = callosum.search("q", None).await;
+        assert_eq!(reason_of(&answer, "flaky"), "timeout after 0.40s");
+    }
+    // Open: skipped at once, with the last error as the reason.
+    let started = Instant::now();
+    let (_, answer) = callosum.search("q", None).await;
+    let skipped_in = started.elapsed();
+    assert_eq!(
+        reason_of(&answer, "flaky"),
+        "circuit open: timeout after 0.40s"
+    );
+    assert_eq!(order(&answer), ["good:m1"]);
+    assert!(
+        skipped_in < Duration::from_millis(200),
+        "an open circuit must not wait: {skipped_in:?}"
+    );
+    let (_, health) = callosum.get("/health/stores").await;
+    let row = health["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "flaky")
+        .unwrap()
+        .clone();
+    assert_eq!(row["breaker"], "open", "{health}");
+    assert_eq!(row["consecutive_failures"], 2);
+    assert_eq!(row["health_status"], "unhealthy");
+    assert!(row["short_circuited"].as_u64().unwrap() >= 1);
+    assert_eq!(row["last_error"], "timeout after 0.40s");
+    assert_eq!(health["healthy"], 1);
+    assert_eq!(health["unhealthy"], 1);
+    let (_, stores) = callosum.get("/stores").await;
+    assert_eq!(stores["stores"][1]["breaker"], "open");
+    assert_eq!(stores["stores"][0]["breaker"], "closed");
+
+    // The store comes back: within a bounded number of searches a probe reaches it and the
+    // circuit closes.
+    flaky.set(Fault::Body(
+        br#"{"hits":[{"id":"f1","raw_distance":0.2}]}"#.to_vec(),
+    ));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, answer) = callosum.search("q", None).await;
+        if answer["stores_searched"] == json!(["good", "flaky"]) {
+            assert_eq!(order(&answer), ["good:m1", "flaky:f1"]);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the breaker never closed: {answer}"
+        );
+        tokio::task::yield_now().await;
+    }
+    let (_, health) = callosum.get("/health/stores").await;
+    let row = health["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "flaky")
+        .unwrap()
+        .clone();
+    assert_eq!(row["breaker"], "closed");
+    assert_eq!(row["consecutive_failures"], 0);
+}
+
+#[tokio::test]
+async fn health_is_public_and_survives_roster_changes() {
+    let store = StubStore::hits(memory_hits(&[("x1", 0.1)])).await;
+    let yaml = format!("server:\n  bearer_token: t0k\n{}", yaml(2.0, "", &[]));
+    let callosum = Callosum::start(&yaml).await;
+    let client = &callosum.client;
+    let authed = |request: reqwest::RequestBuilder| request.bearer_auth("t0k");
+    let add = json!({"name": "extra", "type": "seren_memory", "url": store.url});
+    let search = json!({"query": "q"});
+    assert_eq!(
+        authed(client.post(format!("{}/stores", callosum.url)))
+            .json(&add)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    authed(client.post(format!("{}/search", callosum.url)))
+        .json(&search)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        authed(client.delete(format!("{}/stores/extra", callosum.url)))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(
+        authed(client.post(format!("{}/stores", callosum.url)))
+            .json(&add)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    authed(client.post(format!("{}/search", callosum.url)))
+        .json(&search)
+        .send()
+        .await
+        .unwrap();
+    // No token needed for health, like /health.
+    let (status, health) = callosum.get("/health/stores").await;
+    assert_eq!(status, 200);
+    let row = &health["stores"][0];
+    assert_eq!(row["name"], "extra");
+    assert_eq!(
+        row["total_calls"], 2,
+        "the record outlived the store's removal: {health}"
+    );
+    assert_eq!(row["health_status"], "healthy");
+    assert_eq!(row["success_rate"], 1.0);
+}
+
+#[tokio::test]
+async fn the_binary_never_panics_on_bad_stores() {
+    let stores = [
+        FaultStore::json(r#"{"hits":[{"score":"x"}]}"#).await,
+        FaultStore::start(Fault::ResetMidBody).await,
+        FaultStore::start(Fault::Endless).await,
+        FaultStore::json(format!(
+            "{{\"hits\":{}0{}}}",
+            "[".repeat(5000),
+            "]".repeat(5000)
+        ))
+        .await,
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.yaml");
+    let entries: Vec<(String, &str, &str)> = stores
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (format!("s{i}"), "seren_memory", s.url.as_str()))
+        .collect();
+    let refs: Vec<(&str, &str, &str)> = entries
+        .iter()
+        .map(|(n, k, u)| (n.as_str(), *k, *u))
+        .collect();
+    std::fs::write(&config, yaml(2.0, NO_BREAKER, &refs)).unwrap();
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_seren-corpus-callosum"))
+        .args(["search", "--json", "-c", &config.display().to_string(), "q"])
+        .env_clear()
+        .env("SEREN_SCC_LOG", "debug")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer["failed"].as_array().unwrap().len(), 4, "{answer}");
+}

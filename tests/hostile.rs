@@ -1,0 +1,275 @@
+//! Hostile clients: slow headers, floods of connections, more requests than the service takes at
+//! once, deep or huge bodies, and refused requests on a reused connection. The service stays up
+//! and keeps answering others.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use support::fault::{Fault, FaultStore};
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+fn addr(url: &str) -> String {
+    url.trim_start_matches("http://").to_owned()
+}
+
+/// Reads until the server closes the connection (or `limit` passes); true when it closed.
+async fn closed_by_server(stream: &mut TcpStream, limit: Duration) -> bool {
+    let mut buffer = [0u8; 1024];
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, stream.read(&mut buffer)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[tokio::test]
+async fn slow_headers_are_cut_off_while_others_are_served() {
+    let callosum = Callosum::start("server:\n  header_timeout_s: 1\n").await;
+    let mut slow = Vec::new();
+    for _ in 0..200 {
+        let mut stream = TcpStream::connect(addr(&callosum.url)).await.unwrap();
+        // Half a request head, then nothing: a slowloris client.
+        stream
+            .write_all(b"POST /search HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        slow.push(stream);
+    }
+    // Others are served at once, while those 200 hang on.
+    let (status, _) = callosum.get("/health").await;
+    assert_eq!(status, 200);
+    // And the slow ones are closed by the server after the header timeout (bounded wait).
+    for stream in &mut slow {
+        assert!(
+            closed_by_server(stream, Duration::from_secs(15)).await,
+            "a slow client was never cut off"
+        );
+    }
+    let (status, _) = callosum.get("/health").await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn a_flood_of_connections_is_capped_and_the_service_recovers() {
+    let callosum = Callosum::start("server:\n  max_connections: 64\n  header_timeout_s: 1\n").await;
+    let mut idle = Vec::new();
+    for _ in 0..1500 {
+        idle.push(TcpStream::connect(addr(&callosum.url)).await.unwrap());
+    }
+    // Past the cap, connections are closed as they arrive instead of piling up.
+    let mut refused = 0;
+    for stream in idle.iter_mut().skip(64) {
+        if closed_by_server(stream, Duration::from_secs(5)).await {
+            refused += 1;
+        }
+    }
+    assert!(
+        refused >= 1400,
+        "only {refused} of 1436 over-cap connections were closed"
+    );
+    // The idle ones within the cap time out, and then the service answers again.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Ok(response) = callosum
+            .client
+            .get(format!("{}/health", callosum.url))
+            .send()
+            .await
+            && response.status() == 200
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the service did not recover from the flood"
+        );
+        tokio::task::yield_now().await;
+    }
+    drop(idle);
+}
+
+#[tokio::test]
+async fn more_requests_than_max_in_flight_get_a_clear_503() {
+    let slow = FaultStore::start(Fault::SlowHeaders(Duration::from_millis(700))).await;
+    let callosum = Callosum::start(&format!(
+        "server:\n  max_in_flight: 2\n{}",
+        config_yaml(&[("slow", "seren_memory", &slow.url, "")])
+    ))
+    .await;
+    let searches = (0..8).map(|_| {
+        let client = reqwest::Client::new();
+        let url = format!("{}/search", callosum.url);
+        tokio::spawn(async move {
+            let response = client
+                .post(url)
+                .json(&json!({"query": "q"}))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            let retry = response
+                .headers()
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap().to_owned());
+            let body: Value = response.json().await.unwrap();
+            (status, retry, body)
+        })
+    });
+    let mut ok = 0;
+    let mut busy = 0;
+    for search in futures_util::future::join_all(searches).await {
+        let (status, retry, body) = search.unwrap();
+        match status {
+            200 => ok += 1,
+            503 => {
+                busy += 1;
+                assert_eq!(retry.as_deref(), Some("1"));
+                assert_eq!(
+                    body["detail"],
+                    "busy: too many requests in flight; retry shortly"
+                );
+            }
+            other => panic!("unexpected {other}: {body}"),
+        }
+    }
+    assert!(ok >= 2 && busy >= 1, "ok {ok}, busy {busy}");
+    // Once they are done, the service takes requests again.
+    assert_eq!(callosum.search("q", None).await.0, 200);
+}
+
+#[tokio::test]
+async fn deep_and_huge_bodies_are_refused_cleanly() {
+    let callosum = Callosum::start("").await;
+    let deep = format!(
+        "{{\"query\": {}\"q\"{}}}",
+        "[".repeat(40_000),
+        "]".repeat(40_000)
+    );
+    let response = callosum
+        .client
+        .post(format!("{}/search", callosum.url))
+        .body(deep)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status(),
+        413,
+        "80k brackets are over the 64 KiB cap"
+    );
+    // Deep nesting where a string belongs is a 422 naming the field; in a field the service
+    // ignores it is skipped without recursion. Neither takes the service down.
+    let deep = format!(
+        "{{\"query\": {}\"q\"{}}}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let (status, body) = post_raw(&callosum, deep).await;
+    assert_eq!(status, 422);
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid body: query: invalid type: sequence"),
+        "{body}"
+    );
+    let deep = format!(
+        "{{\"query\": \"q\", \"extra\": {}0{}}}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    assert_eq!(post_raw(&callosum, deep).await.0, 200);
+    assert_eq!(callosum.get("/health").await.0, 200);
+}
+
+async fn post_raw(callosum: &Callosum, body: String) -> (u16, Value) {
+    let response = callosum
+        .client
+        .post(format!("{}/search", callosum.url))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn refused_requests_do_not_break_a_reused_connection() {
+    let callosum = Callosum::start("server:\n  bearer_token: t0k\n").await;
+    // One client, so one pool: every refused POST (with a body the server never reads) must leave
+    // the client able to send the next one.
+    let client = reqwest::Client::new();
+    for i in 0..200 {
+        let response = client
+            .post(format!("{}/search", callosum.url))
+            // A body larger than one read, so the server answers before it has read it all.
+            .json(&json!({"query": format!("attempt {i}"), "padding": "x".repeat(40 * 1024)}))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("request {i} failed at the transport level: {e}"));
+        assert_eq!(response.status(), 401);
+        // The body was not read, so the server says it will close: a client must not send its
+        // next request down this connection and see it dropped.
+        assert_eq!(response.headers()["connection"], "close");
+    }
+}
+
+#[tokio::test]
+async fn every_route_is_gated_unless_it_is_on_the_public_list() {
+    use axum::http::Method;
+    let callosum = Callosum::start("server:\n  bearer_token: t0k\n").await;
+    let state = seren_corpus_callosum::http::AppState::new(callosum.federation.clone());
+    let routes = seren_corpus_callosum::http::routes(&state);
+    assert!(routes.len() >= 10);
+    let mut public = Vec::new();
+    for (path, _) in &routes {
+        let path = path.replace("{name}", "some-store");
+        for method in [
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::DELETE,
+            Method::PATCH,
+        ] {
+            let response = callosum
+                .client
+                .request(method.clone(), format!("{}{path}", callosum.url))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body("{}")
+                .send()
+                .await
+                .unwrap();
+            let expect_public = seren_corpus_callosum::http::is_public(&method, &path);
+            if expect_public {
+                public.push(format!("{method} {path}"));
+                assert_ne!(response.status(), 401, "{method} {path} is public");
+            } else {
+                assert_eq!(
+                    response.status(),
+                    401,
+                    "{method} {path} must need the token"
+                );
+            }
+        }
+    }
+    // The public list is exactly the service card, health, and the viewer page.
+    assert_eq!(
+        public,
+        [
+            "GET /",
+            "GET /health",
+            "GET /health/stores",
+            "GET /viewer",
+            "GET /viewer/"
+        ]
+    );
+}
