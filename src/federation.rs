@@ -118,7 +118,10 @@ impl Federation {
                     });
                 }
                 Err(failure) => {
-                    tracing::warn!(store = %bound.name, reason = %failure, "store gave nothing");
+                    // Per search at debug only: the first failure of a run, and the breaker's
+                    // openings, are logged at warn by `health`, so a dead store does not write
+                    // a line per search.
+                    tracing::debug!(store = %bound.name, reason = %failure, "store gave nothing");
                     failed.push(NameReason {
                         name: bound.name.clone(),
                         reason: failure.to_string(),

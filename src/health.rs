@@ -196,10 +196,13 @@ impl Health {
         match failure {
             None => {
                 record.successful_calls += 1;
+                let was_failing = record.consecutive_failures > 0;
                 record.consecutive_failures = 0;
                 record.last_success_ts = Some(wall);
                 if record.breaker != Breaker::Closed {
                     tracing::info!(store, "circuit closed: the store answered again");
+                } else if was_failing {
+                    tracing::info!(store, "store answering again");
                 }
                 record.breaker = Breaker::Closed;
             }
@@ -207,6 +210,9 @@ impl Health {
                 record.failed_calls += 1;
                 record.consecutive_failures = record.consecutive_failures.saturating_add(1);
                 record.last_error = Some(reason.chars().take(200).collect());
+                if record.consecutive_failures == 1 {
+                    tracing::warn!(store, %reason, "store failing; later failures in this run are logged at debug");
+                }
                 let next = match record.breaker {
                     // A failed probe: wait twice as long before the next one.
                     Breaker::Probing { cooldown } | Breaker::Open { cooldown, .. } => {

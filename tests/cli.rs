@@ -390,7 +390,7 @@ async fn no_token_reaches_a_log_line() {
         .json(&json!({"query": "q"}));
     let answer: Value = search.send().await.unwrap().json().await.unwrap();
     assert_eq!(answer["failed"][0]["name"], "dead");
-    server.wait_for("store gave nothing");
+    server.wait_for("store failing");
     let logs = server.stop();
     assert!(
         logs.contains("status=200"),
