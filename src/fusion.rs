@@ -52,14 +52,20 @@ pub struct Fused {
 /// Drops the hits below `floor`, keeping order. A floor of 0 (or below) keeps every hit.
 ///
 /// A NaN relevance never passes a floor above 0: `NaN >= x` is false, which is what we want.
-pub fn apply_floor(hits: Vec<Hit>, floor: f64) -> Vec<Hit> {
+pub fn apply_floor(mut hits: Vec<Hit>, floor: f64) -> Vec<Hit> {
     if floor > 0.0 {
-        hits.into_iter()
-            .filter(|hit| hit.base_relevance >= floor)
-            .collect()
-    } else {
-        hits
+        hits.retain(|hit| hit.base_relevance >= floor);
     }
+    hits
+}
+
+/// What the ordering needs of a hit, without the hit: sorting these small keys instead of whole
+/// hits keeps the sort in cache, and only the `n` kept hits are ever moved.
+#[derive(Debug, Clone, Copy)]
+struct Key {
+    score: f64,
+    list: u32,
+    rank: u32,
 }
 
 /// Fuses the lists with weighted RRF and keeps the best `n`.
@@ -68,22 +74,57 @@ pub fn apply_floor(hits: Vec<Hit>, floor: f64) -> Vec<Hit> {
 /// key is total (no two hits share a list and a rank), so the result never depends on the sort's
 /// stability or on float quirks (scores compare with `total_cmp`).
 pub fn fuse(lists: Vec<RankedList>, k: u32, n: usize) -> Vec<Fused> {
-    let mut fused = Vec::with_capacity(lists.iter().map(|list| list.hits.len()).sum());
-    for (index, list) in lists.into_iter().enumerate() {
-        let weight = list.weight;
-        for (position, hit) in apply_floor(list.hits, list.floor).into_iter().enumerate() {
+    let mut lists: Vec<(f64, Vec<Hit>)> = lists
+        .into_iter()
+        .map(|list| (list.weight, apply_floor(list.hits, list.floor)))
+        .collect();
+    let total: usize = lists.iter().map(|(_, hits)| hits.len()).sum();
+    let mut keys = Vec::with_capacity(total);
+    for (index, (weight, hits)) in lists.iter().enumerate() {
+        for position in 0..hits.len() {
             let rank = position + 1;
-            fused.push(Fused {
-                list: index,
-                rank,
-                score: rrf_score(weight, k, rank),
-                hit,
+            keys.push(Key {
+                score: rrf_score(*weight, k, rank),
+                // Both fit: a fan has far fewer than 2^32 stores, and a store answers far fewer hits.
+                list: u32::try_from(index).unwrap_or(u32::MAX),
+                rank: u32::try_from(rank).unwrap_or(u32::MAX),
             });
         }
     }
-    fused.sort_unstable_by(compare);
-    fused.truncate(n);
-    fused
+    if n == 0 {
+        return Vec::new();
+    }
+    if n < keys.len() {
+        // Partition around the n-th best, then order only the n kept: O(total + n log n).
+        keys.select_nth_unstable_by(n - 1, compare);
+        keys.truncate(n);
+    }
+    keys.sort_unstable_by(compare);
+    keys.into_iter()
+        .map(|key| {
+            let slot = &mut lists[key.list as usize].1[key.rank as usize - 1];
+            Fused {
+                list: key.list as usize,
+                rank: key.rank as usize,
+                score: key.score,
+                hit: std::mem::replace(slot, Hit::taken()),
+            }
+        })
+        .collect()
+}
+
+impl Hit {
+    /// An empty hit that costs no allocation, left where a kept hit was moved out.
+    fn taken() -> Self {
+        Self {
+            id: String::new(),
+            content: String::new(),
+            base_relevance: 0.0,
+            raw_distance: None,
+            native_score: None,
+            metadata: Map::new(),
+        }
+    }
 }
 
 /// The score of the hit at 1-based `rank` in a store of weight `weight`.
@@ -91,7 +132,7 @@ pub fn rrf_score(weight: f64, k: u32, rank: usize) -> f64 {
     weight / (f64::from(k) + rank as f64)
 }
 
-fn compare(a: &Fused, b: &Fused) -> Ordering {
+fn compare(a: &Key, b: &Key) -> Ordering {
     b.score
         .total_cmp(&a.score)
         .then(a.list.cmp(&b.list))
@@ -281,8 +322,9 @@ mod tests {
             let total: usize = lists.iter().map(|l| l.hits.len()).sum();
             let fused = fuse(lists, 60, n);
             prop_assert_eq!(fused.len(), total.min(n));
+            let key = |f: &Fused| Key { score: f.score, list: f.list as u32, rank: f.rank as u32 };
             for pair in fused.windows(2) {
-                prop_assert!(compare(&pair[0], &pair[1]) == Ordering::Less);
+                prop_assert!(compare(&key(&pair[0]), &key(&pair[1])) == Ordering::Less);
             }
         }
     }

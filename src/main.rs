@@ -13,6 +13,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// mimalloc instead of the system allocator: under load, tokio frees on one worker what another
+/// allocated, and glibc's arena locks showed up as 8% of the service's CPU in a profile; see
+/// BENCHMARKS.md for what the switch bought.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// EX_CONFIG from sysexits.h: the configuration does not allow the service to start.
 const EXIT_CONFIG: u8 = 78;
 
