@@ -439,27 +439,7 @@ async fn shutdown_does_not_wait_on_open_mcp_streams() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let url = tokio::task::spawn_blocking(move || {
-        use std::io::BufRead;
-        loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "no listening line"
-            );
-            if let Some(at) = line.find("listening on http://") {
-                let url = line[at + "listening on ".len()..]
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .to_owned();
-                return url;
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let url = wait_listening(&mut child).await;
     // An MCP session with its server-push stream open (rmcp's client opens the GET stream).
     let client = http_client(&url, None).await.unwrap();
     assert_eq!(client.list_all_tools().await.unwrap().len(), 4);

@@ -178,26 +178,7 @@ async fn a_failed_write_answers_500_and_changes_nothing() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let url = tokio::task::spawn_blocking(move || {
-        use std::io::BufRead;
-        loop {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "the server did not start"
-            );
-            if let Some(at) = line.find("listening on http://") {
-                return line[at + "listening on ".len()..]
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .to_owned();
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let url = wait_listening(&mut child).await;
     let client = reqwest::Client::new();
     let response = client
         .post(format!("{url}/stores"))

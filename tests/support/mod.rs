@@ -293,3 +293,28 @@ pub fn closed_port_url() -> String {
 pub fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+/// Takes a spawned server's piped stderr and waits (bounded by the server: it ends if the process
+/// does) for its `listening on http://...` line; returns that url.
+pub async fn wait_listening(child: &mut std::process::Child) -> String {
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr is piped"));
+    tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "the server did not start"
+            );
+            if let Some(at) = line.find("listening on http://") {
+                return line[at + "listening on ".len()..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .to_owned();
+            }
+        }
+    })
+    .await
+    .unwrap()
+}
