@@ -393,7 +393,6 @@ fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn roster(yaml: &str, overlay: Option<&str>) -> (Roster, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
@@ -570,6 +569,5 @@ mod tests {
         assert_eq!(redact_url("http://user:pw@host:1/p"), "http://***@host:1/p");
         assert_eq!(redact_url("http://host/p@x"), "http://host/p@x");
         assert_eq!(redact_url("http://host"), "http://host");
-        let _ = Path::new("");
     }
 }

@@ -147,24 +147,8 @@ async fn every_kind_of_broken_store_degrades_to_failed() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(order(&answer), ["good:m1"]);
     assert_eq!(answer["stores_searched"], json!(["good"]));
-    let reasons: Vec<(String, String)> = answer["failed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["name"].as_str().unwrap().to_owned(),
-                f["reason"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    let reason = |name: &str| {
-        reasons
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, r)| r.clone())
-            .unwrap_or_else(|| panic!("{name} not in failed: {reasons:?}"))
-    };
+    let reasons = failed(&answer);
+    let reason = |name: &str| reason_of(&answer, name);
     assert_eq!(reasons.len(), 7, "{reasons:?}");
     assert_eq!(reason("dead"), "connect: connection refused");
     assert_eq!(reason("slow"), "timeout after 0.30s");

@@ -9,28 +9,6 @@ use std::time::{Duration, Instant};
 use support::fault::{Fault, FaultStore};
 use support::*;
 
-fn failed(answer: &Value) -> Vec<(String, String)> {
-    answer["failed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["name"].as_str().unwrap().to_owned(),
-                f["reason"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
-fn reason_of(answer: &Value, name: &str) -> String {
-    failed(answer)
-        .into_iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, r)| r)
-        .unwrap_or_else(|| panic!("{name} is not in failed: {}", answer["failed"]))
-}
-
 /// A config whose stores time out after `timeout` seconds, with the breaker off unless asked.
 fn yaml(timeout: f64, breaker: &str, stores: &[(&str, &str, &str)]) -> String {
     let mut yaml = format!("federation:\n  per_store_timeout_s: {timeout}\n{breaker}  stores:\n");

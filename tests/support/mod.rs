@@ -318,3 +318,27 @@ pub async fn wait_listening(child: &mut std::process::Child) -> String {
     .await
     .unwrap()
 }
+
+/// The `failed` entries of a search answer as `(name, reason)`, in order.
+pub fn failed(answer: &Value) -> Vec<(String, String)> {
+    answer["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_owned(),
+                f["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The reason `name` failed; panics naming the answer when it did not.
+pub fn reason_of(answer: &Value, name: &str) -> String {
+    failed(answer)
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, r)| r)
+        .unwrap_or_else(|| panic!("{name} is not in failed: {}", answer["failed"]))
+}
