@@ -69,6 +69,39 @@ async fn every_transport_fault_degrades_within_the_deadline() {
 }
 
 #[tokio::test]
+async fn a_kept_connection_the_store_closes_is_asked_again_once() {
+    let body = serde_json::to_vec(&json!({"hits": memory_hits(&[("m1", 0.1)])})).unwrap();
+    let store = FaultStore::start(Fault::ClosesKeptConnection(body)).await;
+    let callosum = Callosum::start(&yaml(
+        2.0,
+        NO_BREAKER,
+        &[("mem", "seren_memory", &store.url)],
+    ))
+    .await;
+    // Each search after the first meets the connection the store is closing, and is asked again
+    // on a fresh one.
+    for round in 0..3 {
+        let (status, answer) = callosum.search("q", None).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(order(&answer), ["mem:m1"], "round {round}: {answer}");
+        assert_eq!(store.connections(), round + 1, "round {round}");
+    }
+    // A store that closes every connection unanswered is asked twice, no more, and named: once on
+    // the pooled connection (which the store closes, as above) and once on a fresh one.
+    store.set(Fault::CloseUnanswered);
+    let before = store.connections();
+    let (status, answer) = callosum.search("q", None).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(order(&answer).is_empty(), "{answer}");
+    let reason = reason_of(&answer, "mem");
+    assert!(reason.starts_with("transport: "), "{reason}");
+    assert_eq!(store.connections() - before, 1);
+    let (_, answer) = callosum.search("q", None).await;
+    assert!(reason_of(&answer, "mem").starts_with("transport: "), "{answer}");
+    assert_eq!(store.connections() - before, 3);
+}
+
+#[tokio::test]
 async fn bad_answers_are_data_not_crashes() {
     let deep = format!(
         "{{\"hits\":[{{\"id\":\"x\",\"metadata\":{{\"a\":{}1{}}}}}]}}",

@@ -7,6 +7,7 @@
 
 use super::{Hit, Protocol};
 use crate::config::Secret;
+use bytes::Bytes;
 use std::error::Error as _;
 use std::fmt;
 use std::time::Duration;
@@ -115,17 +116,27 @@ impl Remote {
     ) -> Result<Vec<Hit>, Failure> {
         let body = self.protocol.request(query, n);
         // Serializing a serde_json::Value cannot fail: its keys are strings and it holds no NaN.
-        let body = serde_json::to_vec(&body).expect("a JSON value always serializes");
-        let mut request = client
-            .post(&self.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "application/json")
-            .header(DEPTH_HEADER, depth + 1)
-            .body(body);
-        if let Some(token) = &self.token {
-            request = request.bearer_auth(token.expose());
-        }
-        let mut response = request.send().await.map_err(|e| {
+        let body = Bytes::from(serde_json::to_vec(&body).expect("a JSON value always serializes"));
+        let send = || {
+            let mut request = client
+                .post(&self.url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::ACCEPT, "application/json")
+                .header(DEPTH_HEADER, depth + 1)
+                .body(body.clone());
+            if let Some(token) = &self.token {
+                request = request.bearer_auth(token.expose());
+            }
+            request.send()
+        };
+        let sent = match send().await {
+            // A pooled keep-alive connection that the store closed just as the request went out
+            // (its idle timeout) gives no answer and no status. A search is read-only, so it is
+            // asked once more, on a fresh connection, within the same deadline.
+            Err(e) if closed_before_answer(&e) => send().await,
+            sent => sent,
+        };
+        let mut response = sent.map_err(|e| {
             let why = describe(&e);
             if e.is_connect() {
                 Failure::Connect(why)
@@ -160,6 +171,32 @@ impl Remote {
         }
         self.protocol.decode(&bytes).map_err(Failure::Decode)
     }
+}
+
+/// True when the connection closed (or was reset) before any answer came back, as happens when a
+/// store's keep-alive timeout closes a pooled connection at the moment a request is written to it.
+fn closed_before_answer(error: &reqwest::Error) -> bool {
+    if error.is_connect() || error.is_timeout() || error.is_status() || error.is_body() {
+        return false;
+    }
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if let Some(hyper) = cause.downcast_ref::<hyper::Error>()
+            && hyper.is_incomplete_message()
+        {
+            return true;
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+            )
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// A short, secret-free description of a reqwest error: the innermost cause, read as an IO error

@@ -1,7 +1,8 @@
 //! A scriptable misbehaving store on raw TCP: it can hang, trickle, never end its body, lie about
-//! its length, reset mid-body, or answer any bytes at all. Its behaviour can be switched while it
+//! its length, reset mid-body, close a kept-alive connection, or answer any bytes at all. Its behaviour can be switched while it
 //! runs, so a test can take a store down and bring it back.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,11 +26,18 @@ pub enum Fault {
     Oversize,
     /// Announce 1000 bytes, send 10, then reset the connection.
     ResetMidBody,
+    /// Answer the first request on a connection with these bytes and keep the connection open,
+    /// then read the next request on it and close without answering: a keep-alive timeout that
+    /// fires just as a pooled connection is reused.
+    ClosesKeptConnection(Vec<u8>),
+    /// Read the request, then close the connection without answering.
+    CloseUnanswered,
 }
 
 pub struct FaultStore {
     pub url: String,
     fault: Arc<Mutex<Fault>>,
+    connections: Arc<AtomicUsize>,
     stop: CancellationToken,
 }
 
@@ -45,7 +53,8 @@ impl FaultStore {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let fault = Arc::new(Mutex::new(fault));
         let stop = CancellationToken::new();
-        let (shared, token) = (fault.clone(), stop.clone());
+        let connections = Arc::new(AtomicUsize::new(0));
+        let (shared, token, count) = (fault.clone(), stop.clone(), connections.clone());
         tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {
@@ -53,6 +62,7 @@ impl FaultStore {
                     () = token.cancelled() => return,
                 };
                 let Ok((stream, _)) = accepted else { return };
+                count.fetch_add(1, Ordering::SeqCst);
                 let fault = shared.lock().unwrap().clone();
                 let token = token.clone();
                 tokio::spawn(async move {
@@ -63,7 +73,17 @@ impl FaultStore {
                 });
             }
         });
-        Self { url, fault, stop }
+        Self {
+            url,
+            fault,
+            connections,
+            stop,
+        }
+    }
+
+    /// How many connections the store has accepted.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 
     /// A store answering `body` (a JSON text) with 200.
@@ -121,6 +141,20 @@ async fn serve(mut stream: TcpStream, fault: Fault) {
             );
             let _ = stream.write_all(head.as_bytes()).await;
             let _ = stream.write_all(&body).await;
+            let _ = stream.shutdown().await;
+        }
+        Fault::ClosesKeptConnection(body) => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(&body).await;
+            if read_request(&mut stream).await.is_some() {
+                let _ = stream.shutdown().await;
+            }
+        }
+        Fault::CloseUnanswered => {
             let _ = stream.shutdown().await;
         }
         Fault::Hang => std::future::pending::<()>().await,

@@ -191,7 +191,7 @@ impl Callosum {
         Self {
             url,
             dir,
-            client: reqwest::Client::new(),
+            client: test_client(),
             federation,
             stop,
         }
@@ -243,6 +243,17 @@ impl Callosum {
         )
         .await
     }
+}
+
+/// A client whose pooled connections expire before the shortest header timeout the tests set
+/// (1 s): the server closes an idle keep-alive connection at that timeout, and a request written
+/// onto it just as it closes would fail with an incomplete message, as it would for any client
+/// that keeps connections longer than the server does.
+pub fn test_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_idle_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap()
 }
 
 async fn read(response: reqwest::Response) -> (u16, Value) {
