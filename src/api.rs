@@ -4,9 +4,10 @@
 //! Also [`Refusal`]: a request the core will not carry out, with the status REST gives it and the
 //! message both edges show.
 
+use crate::metadata::Metadata;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The fused answer to one search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -42,8 +43,8 @@ pub struct Hit {
     pub native_score: Option<f64>,
     /// The store's raw distance, if it gave one.
     pub raw_distance: Option<f64>,
-    /// Whatever else the store said about it.
-    pub metadata: Map<String, Value>,
+    /// Whatever else the store said about it: a JSON object.
+    pub metadata: Metadata,
 }
 
 /// A store name and a reason.

@@ -5,7 +5,7 @@
 //! place a magnitude is read is the per-store relevance floor, which runs *before* ranking and only
 //! when a store asks for it (`floor > 0`).
 
-use serde_json::{Map, Value};
+use crate::metadata::Metadata;
 use std::cmp::Ordering;
 
 /// One hit as a store adapter hands it over: the store's own words, before fusion.
@@ -21,8 +21,8 @@ pub struct Hit {
     pub raw_distance: Option<f64>,
     /// The store's own score, where it reports one.
     pub native_score: Option<f64>,
-    /// Whatever else the adapter keeps as provenance.
-    pub metadata: Map<String, Value>,
+    /// Whatever else the adapter keeps as provenance, as one JSON object's text.
+    pub metadata: Metadata,
 }
 
 /// One store's answer, ready to fuse. Lists are passed in roster order; that order breaks ties.
@@ -122,7 +122,7 @@ impl Hit {
             base_relevance: 0.0,
             raw_distance: None,
             native_score: None,
-            metadata: Map::new(),
+            metadata: Metadata::default(),
         }
     }
 }
@@ -151,7 +151,7 @@ mod tests {
             base_relevance: relevance,
             raw_distance: Some(1.0 / relevance - 1.0),
             native_score: Some(relevance),
-            metadata: Map::new(),
+            metadata: Metadata::default(),
         }
     }
 

@@ -10,6 +10,7 @@
 //! - [`config`]: the YAML file plus `SEREN_SCC_*` overrides, parsed into a validated [`config::Config`].
 //! - [`overlay`]: the machine-managed `runtime-stores.json` beside it.
 //! - [`store`]: one [`store::Protocol`] per store type and the shared HTTP call to a store.
+//! - [`metadata`]: a hit's metadata kept as one JSON text, written once, passed through.
 //! - [`fusion`]: pure weighted RRF over ranked lists.
 //! - [`roster`]: the live set of stores (config + overlay) and each one's bind status.
 //! - [`health`]: per-store call records and the circuit breaker that reads them.
@@ -27,6 +28,7 @@ pub mod fusion;
 pub mod health;
 pub mod http;
 pub mod mcp;
+pub mod metadata;
 pub mod overlay;
 pub mod roster;
 pub mod store;

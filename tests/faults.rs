@@ -97,7 +97,10 @@ async fn a_kept_connection_the_store_closes_is_asked_again_once() {
     assert!(reason.starts_with("transport: "), "{reason}");
     assert_eq!(store.connections() - before, 1);
     let (_, answer) = callosum.search("q", None).await;
-    assert!(reason_of(&answer, "mem").starts_with("transport: "), "{answer}");
+    assert!(
+        reason_of(&answer, "mem").starts_with("transport: "),
+        "{answer}"
+    );
     assert_eq!(store.connections() - before, 3);
 }
 
@@ -147,7 +150,10 @@ async fn bad_answers_are_data_not_crashes() {
             "string-score",
             "decode: hits[0].score: invalid type: string \"0.9\"",
         ),
-        ("deep", "decode: hits[0].metadata.a[0][0]"),
+        (
+            "deep",
+            "decode: hits[0].metadata.a: nested deeper than 64 levels",
+        ),
         (
             "utf8",
             "decode: hits[0].content: invalid unicode code point",
@@ -158,11 +164,8 @@ async fn bad_answers_are_data_not_crashes() {
         let reason = reason_of(&answer, name);
         assert!(reason.starts_with(needle), "{name}: {reason}");
     }
-    let deep = reason_of(&answer, "deep");
-    assert!(
-        deep.ends_with("...: recursion limit exceeded") && deep.len() < 120,
-        "{deep}"
-    );
+    // The reason stays short, however deep the value.
+    assert!(reason_of(&answer, "deep").len() < 120);
     assert_eq!(
         answer["stores_searched"],
         json!(["negative", "dupes", "huge", "odd-id"])

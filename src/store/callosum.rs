@@ -6,8 +6,10 @@
 
 use super::{Options, Protocol, StoreType, decode_json};
 use crate::fusion::Hit;
+use crate::metadata::{Fragment, Metadata, RawObject};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use std::borrow::Cow;
 
 pub const TYPE: StoreType = StoreType {
     name: "seren_callosum",
@@ -25,15 +27,15 @@ fn build(_options: &Options) -> Result<Box<dyn Protocol>, String> {
 }
 
 #[derive(Deserialize)]
-struct Answer {
-    #[serde(default)]
-    hits: Option<Vec<InnerHit>>,
+struct Answer<'a> {
+    #[serde(default, borrow)]
+    hits: Option<Vec<InnerHit<'a>>>,
 }
 
 #[derive(Deserialize)]
-struct InnerHit {
-    #[serde(default)]
-    store: Option<String>,
+struct InnerHit<'a> {
+    #[serde(default, borrow)]
+    store: Option<Cow<'a, str>>,
     #[serde(default)]
     id: Option<String>,
     #[serde(default)]
@@ -48,8 +50,8 @@ struct InnerHit {
     native_score: Option<f64>,
     #[serde(default)]
     raw_distance: Option<f64>,
-    #[serde(default)]
-    metadata: Option<Map<String, Value>>,
+    #[serde(default, borrow)]
+    metadata: Option<RawObject<'a>>,
 }
 
 impl Protocol for Callosum {
@@ -64,26 +66,35 @@ impl Protocol for Callosum {
             .unwrap_or_default()
             .into_iter()
             .map(|hit| {
-                let mut metadata = hit.metadata.unwrap_or_default();
-                metadata.insert(
-                    "origin_store".into(),
-                    hit.store.map_or(Value::Null, Value::String),
-                );
-                metadata.insert(
-                    "origin_rank".into(),
-                    hit.store_rank.map_or(Value::Null, Value::from),
-                );
-                metadata.insert(
-                    "origin_score".into(),
-                    hit.score.map_or(Value::Null, Value::from),
-                );
+                // The inner hit's provenance wins over metadata keys of the same name.
+                let mut entries: Vec<_> = hit
+                    .metadata
+                    .unwrap_or_default()
+                    .0
+                    .into_iter()
+                    .map(|(key, value)| (key, Fragment::Raw(value.text())))
+                    .collect();
+                entries.extend([
+                    (
+                        Cow::Borrowed("origin_store"),
+                        Fragment::from(hit.store.as_deref()),
+                    ),
+                    (
+                        Cow::Borrowed("origin_rank"),
+                        hit.store_rank.map_or(Fragment::Null, Fragment::U64),
+                    ),
+                    (
+                        Cow::Borrowed("origin_score"),
+                        hit.score.map_or(Fragment::Null, Fragment::F64),
+                    ),
+                ]);
                 Hit {
                     id: hit.id.unwrap_or_default(),
                     content: hit.content.unwrap_or_default(),
                     base_relevance: hit.base_relevance.unwrap_or(0.0),
                     raw_distance: hit.raw_distance,
                     native_score: hit.native_score,
-                    metadata,
+                    metadata: Metadata::from_entries(&mut entries),
                 }
             })
             .collect())
@@ -107,7 +118,7 @@ mod tests {
         assert_eq!(hits[0].id, "f1");
         assert_eq!(hits[0].base_relevance, 0.9);
         assert_eq!(
-            Value::Object(hits[0].metadata.clone()),
+            Value::Object(hits[0].metadata.to_map()),
             json!({"key": "k", "origin_store": "facts", "origin_rank": 1, "origin_score": 0.0164})
         );
         let err = c

@@ -6,8 +6,10 @@
 
 use super::{Options, Protocol, StoreType, decode_json, id_text, relevance_from_distance};
 use crate::fusion::Hit;
+use crate::metadata::{Fragment, Metadata, Raw};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use std::borrow::Cow;
 
 pub const TYPE: StoreType = StoreType {
     name: "seren_loci",
@@ -35,30 +37,31 @@ fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
 }
 
 #[derive(Deserialize)]
-struct Answer {
-    #[serde(default)]
-    hits: Option<Vec<Fact>>,
+struct Answer<'a> {
+    #[serde(default, borrow)]
+    hits: Option<Vec<Fact<'a>>>,
 }
 
+/// One fact as SerenLoci sends it, borrowed from the answer where it only passes through.
 #[derive(Deserialize)]
-struct Fact {
+struct Fact<'a> {
     #[serde(default)]
     id: Option<Value>,
-    #[serde(default)]
-    project: Option<Value>,
-    #[serde(default)]
-    key: Option<String>,
+    #[serde(default, borrow)]
+    project: Option<Raw<'a>>,
+    #[serde(default, borrow)]
+    key: Option<Cow<'a, str>>,
     /// Any JSON: Loci can hold a number or a list, which we render as its JSON text.
     #[serde(default)]
     value: Option<Value>,
-    #[serde(default)]
-    why: Option<String>,
+    #[serde(default, borrow)]
+    why: Option<Cow<'a, str>>,
     #[serde(default)]
     score: Option<f64>,
-    #[serde(default)]
-    match_kind: Option<Value>,
-    #[serde(default)]
-    source: Option<Value>,
+    #[serde(default, borrow)]
+    match_kind: Option<Raw<'a>>,
+    #[serde(default, borrow)]
+    source: Option<Raw<'a>>,
     #[serde(default)]
     raw_distance: Option<f64>,
 }
@@ -84,27 +87,24 @@ impl Protocol for Loci {
             .unwrap_or_default()
             .into_iter()
             .map(|fact| {
-                let content = render(
-                    fact.key.as_deref(),
-                    fact.value.as_ref(),
-                    fact.why.as_deref(),
-                );
+                let content = render(fact.key.as_deref(), fact.value, fact.why.as_deref());
                 let base_relevance = fact
                     .score
                     .unwrap_or_else(|| relevance_from_distance(fact.raw_distance.unwrap_or(0.0)));
-                let mut metadata = Map::new();
-                metadata.insert("project".into(), fact.project.unwrap_or(Value::Null));
-                metadata.insert("key".into(), fact.key.map_or(Value::Null, Value::String));
-                metadata.insert("why".into(), fact.why.map_or(Value::Null, Value::String));
-                metadata.insert("match_kind".into(), fact.match_kind.unwrap_or(Value::Null));
-                metadata.insert("source".into(), fact.source.unwrap_or(Value::Null));
+                let mut entries = [
+                    (Cow::Borrowed("project"), Fragment::from(fact.project)),
+                    (Cow::Borrowed("key"), Fragment::from(fact.key.as_deref())),
+                    (Cow::Borrowed("why"), Fragment::from(fact.why.as_deref())),
+                    (Cow::Borrowed("match_kind"), Fragment::from(fact.match_kind)),
+                    (Cow::Borrowed("source"), Fragment::from(fact.source)),
+                ];
                 Hit {
-                    id: id_text(fact.id.as_ref()),
+                    id: id_text(fact.id),
                     content,
                     base_relevance,
                     raw_distance: fact.raw_distance,
                     native_score: fact.score,
-                    metadata,
+                    metadata: Metadata::from_entries(&mut entries),
                 }
             })
             .collect())
@@ -112,13 +112,13 @@ impl Protocol for Loci {
 }
 
 /// `key = value because why`, dropping the parts that are missing (an empty string is missing).
-fn render(key: Option<&str>, value: Option<&Value>, why: Option<&str>) -> String {
+fn render(key: Option<&str>, value: Option<Value>, why: Option<&str>) -> String {
     let key = key.filter(|k| !k.is_empty());
     let why = why.filter(|w| !w.is_empty());
     let value = match value {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => Some(s),
         Some(other) => Some(other.to_string()),
     };
     match (key, value, why) {
@@ -159,7 +159,7 @@ mod tests {
     fn content_recipe() {
         let check = |key: Option<&str>, value: Value, why: Option<&str>, expected: &str| {
             let value = (!value.is_null()).then_some(value);
-            assert_eq!(render(key, value.as_ref(), why), expected);
+            assert_eq!(render(key, value, why), expected);
         };
         check(
             Some("cuda"),
@@ -202,8 +202,12 @@ mod tests {
         assert_eq!(hits[0].native_score, Some(1.0));
         assert_eq!(hits[0].raw_distance, None);
         assert_eq!(
-            Value::Object(hits[0].metadata.clone()),
+            Value::Object(hits[0].metadata.to_map()),
             json!({"project": "jetson", "key": "xavier.cuda", "why": "nvcc", "match_kind": "exact", "source": "user"})
+        );
+        assert_eq!(
+            hits[2].metadata.as_json(),
+            r#"{"key":"k2","match_kind":null,"project":null,"source":null,"why":null}"#
         );
         assert_eq!(hits[1].id, "2");
         assert_eq!(hits[1].base_relevance, 0.8, "no score: 1/(1+raw_distance)");

@@ -6,8 +6,10 @@
 
 use super::{Options, Protocol, StoreType, decode_json, id_text, relevance_from_distance};
 use crate::fusion::Hit;
+use crate::metadata::{Fragment, Metadata, Raw, RawObject};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use std::borrow::Cow;
 
 pub const TYPE: StoreType = StoreType {
     name: "seren_memory",
@@ -44,32 +46,34 @@ fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
 }
 
 #[derive(Deserialize)]
-struct Answer {
-    #[serde(default)]
-    hits: Option<Vec<MemoryHit>>,
+struct Answer<'a> {
+    #[serde(default, borrow)]
+    hits: Option<Vec<MemoryHit<'a>>>,
 }
 
+/// One hit as SerenMemory sends it. Only `id`, `content` and the numbers are copied out; what goes
+/// into metadata stays borrowed from the answer until it is written once (see [`Metadata`]).
 #[derive(Deserialize)]
-struct MemoryHit {
+struct MemoryHit<'a> {
     #[serde(default)]
     id: Option<Value>,
     #[serde(default)]
     content: Option<String>,
-    #[serde(default)]
-    tier: Option<Value>,
-    #[serde(default)]
-    topic: Option<Value>,
+    #[serde(default, borrow)]
+    tier: Option<Raw<'a>>,
+    #[serde(default, borrow)]
+    topic: Option<Raw<'a>>,
     #[serde(default)]
     score: Option<f64>,
     /// Lenient on purpose: the contract reads a missing or non-numeric distance as 0.
     #[serde(default)]
     raw_distance: Option<Value>,
-    #[serde(default)]
-    metadata: Option<Map<String, Value>>,
-    #[serde(default)]
-    surroundings: Option<Value>,
-    #[serde(default)]
-    matched_via: Option<Value>,
+    #[serde(default, borrow)]
+    metadata: Option<RawObject<'a>>,
+    #[serde(default, borrow)]
+    surroundings: Option<Raw<'a>>,
+    #[serde(default, borrow)]
+    matched_via: Option<Raw<'a>>,
 }
 
 impl Protocol for Memory {
@@ -97,28 +101,28 @@ impl Protocol for Memory {
                     .as_ref()
                     .and_then(Value::as_f64)
                     .unwrap_or(0.0);
-                let mut metadata = hit.metadata.unwrap_or_default();
-                metadata
-                    .entry("tier")
-                    .or_insert(hit.tier.unwrap_or(Value::Null));
-                metadata
-                    .entry("topic")
-                    .or_insert(hit.topic.unwrap_or(Value::Null));
+                // The store's own metadata wins over `tier` and `topic`; `surroundings` and
+                // `matched_via`, when given, win over it.
+                let mut entries = Vec::with_capacity(8);
+                entries.push((Cow::Borrowed("tier"), Fragment::from(hit.tier)));
+                entries.push((Cow::Borrowed("topic"), Fragment::from(hit.topic)));
+                let own = hit.metadata.unwrap_or_default().0;
+                entries.extend(own.into_iter().map(|(k, v)| (k, Fragment::Raw(v.text()))));
                 for (key, value) in [
                     ("surroundings", hit.surroundings),
                     ("matched_via", hit.matched_via),
                 ] {
                     if let Some(value) = value.filter(|v| !v.is_null()) {
-                        metadata.insert(key.to_owned(), value);
+                        entries.push((Cow::Borrowed(key), Fragment::Raw(value.text())));
                     }
                 }
                 Hit {
-                    id: id_text(hit.id.as_ref()),
+                    id: id_text(hit.id),
                     content: hit.content.unwrap_or_default(),
                     base_relevance: relevance_from_distance(distance),
                     raw_distance: Some(distance),
                     native_score: hit.score,
-                    metadata,
+                    metadata: Metadata::from_entries(&mut entries),
                 }
             })
             .collect())
@@ -177,13 +181,20 @@ mod tests {
         assert!((hits[0].base_relevance - 1.0 / 1.5).abs() < 1e-12);
         assert_eq!(hits[0].raw_distance, Some(0.5));
         assert_eq!(hits[0].native_score, Some(0.65));
+        let metadata = hits[0].metadata.to_map();
+        assert_eq!(metadata["tier"], "mine", "the store's metadata wins");
+        assert_eq!(metadata["topic"], "a, b");
+        assert_eq!(metadata["surroundings"], json!({"satellites": 2}));
+        assert!(!metadata.contains_key("matched_via"));
         assert_eq!(
-            hits[0].metadata["tier"], "mine",
-            "the store's metadata wins"
+            hits[0].metadata.as_json(),
+            r#"{"source":"s","surroundings":{"satellites":2},"tier":"mine","topic":"a, b"}"#
         );
-        assert_eq!(hits[0].metadata["topic"], "a, b");
-        assert_eq!(hits[0].metadata["surroundings"], json!({"satellites": 2}));
-        assert!(!hits[0].metadata.contains_key("matched_via"));
+        assert_eq!(
+            hits[1].metadata.as_json(),
+            r#"{"tier":"short","topic":null}"#,
+            "no metadata still says tier and topic"
+        );
         assert_eq!(hits[1].id, "7");
         assert_eq!(hits[1].native_score, None);
         assert_eq!(hits[2].raw_distance, Some(0.0));

@@ -102,10 +102,10 @@ impl Options<'_> {
 }
 
 /// Renders a JSON value as an id: a string as is, null as "", anything else as its JSON text.
-pub(crate) fn id_text(value: Option<&Value>) -> String {
+pub(crate) fn id_text(value: Option<Value>) -> String {
     match value {
         None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => s,
         Some(other) => other.to_string(),
     }
 }

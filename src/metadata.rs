@@ -1,0 +1,390 @@
+//! A hit's `metadata`: one JSON object, kept as its text from decode to answer.
+//!
+//! The callosum passes a store's metadata through; it never reads inside it. So rather than build a
+//! map of owned keys and values for every hit (about ten allocations a hit, and as many frees for
+//! every hit fusion discards), a protocol collects the entries it keeps as borrowed slices of the
+//! store's answer ([`Raw`]) and writes them once into a [`Metadata`]: one allocation a hit. The
+//! answer serializes that text as is.
+//!
+//! The text is always a JSON object with sorted, unique keys (the later entry of a duplicate key
+//! wins, as with a map), so answers are stable and read the same as before.
+
+use schemars::JsonSchema;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::fmt;
+
+/// How deep a value inside metadata may nest. A store answer nested deeper is a decode failure,
+/// named like any other; an answer must stay readable by every client (serde_json's own limit is
+/// 128 levels, counted from the top of the whole answer).
+pub const MAX_DEPTH: usize = 64;
+
+/// A hit's metadata: a JSON object's text. `None` is the empty object, and costs nothing.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Metadata(Option<Box<str>>);
+
+impl Metadata {
+    /// Writes `entries` as one object. For a key given twice, the later value wins.
+    pub fn from_entries(entries: &mut [(Cow<'_, str>, Fragment<'_>)]) -> Self {
+        if entries.is_empty() {
+            return Self(None);
+        }
+        // Stable: equal keys keep their order, so the last of each run is the one given last.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut text = Vec::with_capacity(
+            2 + entries
+                .iter()
+                .map(|(key, value)| key.len() + value.len_hint() + 4)
+                .sum::<usize>(),
+        );
+        text.push(b'{');
+        let mut first = true;
+        for (index, (key, value)) in entries.iter().enumerate() {
+            if entries.get(index + 1).is_some_and(|next| next.0 == *key) {
+                continue;
+            }
+            if !first {
+                text.push(b',');
+            }
+            first = false;
+            write_json(&mut text, &**key);
+            text.push(b':');
+            value.write(&mut text);
+        }
+        text.push(b'}');
+        // Every piece is UTF-8: serde_json's output, or text borrowed from a &str.
+        let text = String::from_utf8(text).expect("metadata text is UTF-8");
+        Self(Some(text.into_boxed_str()))
+    }
+
+    /// Metadata holding this map's entries (tests, benches and callers that already have a map).
+    pub fn from_map(map: &Map<String, Value>) -> Self {
+        if map.is_empty() {
+            return Self(None);
+        }
+        // A map of JSON values always serializes (string keys, no NaN).
+        Self(Some(
+            serde_json::to_string(map)
+                .expect("a JSON map serializes")
+                .into_boxed_str(),
+        ))
+    }
+
+    /// The entries as a map, parsed from the text.
+    pub fn to_map(&self) -> Map<String, Value> {
+        // The text was written by this module as a JSON object within the depth bound.
+        self.0.as_deref().map_or_else(Map::new, |text| {
+            serde_json::from_str(text).expect("metadata text is a JSON object")
+        })
+    }
+
+    /// One entry's value, parsed.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        self.to_map().remove(key)
+    }
+
+    /// The object's JSON text.
+    pub fn as_json(&self) -> &str {
+        self.0.as_deref().unwrap_or("{}")
+    }
+}
+
+impl fmt::Debug for Metadata {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_json())
+    }
+}
+
+impl Serialize for Metadata {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            None => Map::new().serialize(serializer),
+            // Borrowed as a RawValue (checked, not copied), the text is written as it is.
+            Some(text) => serde_json::from_str::<&RawValue>(text)
+                .map_err(serde::ser::Error::custom)?
+                .serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Metadata {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = Map::<String, Value>::deserialize(deserializer)?;
+        Ok(Self::from_map(&map))
+    }
+}
+
+impl JsonSchema for Metadata {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        <Map<String, Value>>::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Map<String, Value>>::json_schema(generator)
+    }
+}
+
+/// One entry's value, as a protocol hands it over.
+#[derive(Debug, Clone, Copy)]
+pub enum Fragment<'a> {
+    /// A JSON value's text, taken from the store's answer as is.
+    Raw(&'a str),
+    /// A string, to be written as a JSON string.
+    Str(&'a str),
+    /// An unsigned number.
+    U64(u64),
+    /// A number; not finite is written as null.
+    F64(f64),
+    /// `null`.
+    Null,
+}
+
+impl Fragment<'_> {
+    fn len_hint(&self) -> usize {
+        match self {
+            Fragment::Raw(text) | Fragment::Str(text) => text.len() + 2,
+            Fragment::U64(_) | Fragment::F64(_) => 24,
+            Fragment::Null => 4,
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        match *self {
+            Fragment::Raw(text) => out.extend_from_slice(text.as_bytes()),
+            Fragment::Str(text) => write_json(out, text),
+            Fragment::U64(number) => write_json(out, &number),
+            // serde_json writes a number that is not finite as null.
+            Fragment::F64(number) => write_json(out, &number),
+            Fragment::Null => out.extend_from_slice(b"null"),
+        }
+    }
+}
+
+impl<'a> From<Option<Raw<'a>>> for Fragment<'a> {
+    fn from(raw: Option<Raw<'a>>) -> Self {
+        raw.map_or(Fragment::Null, |raw| Fragment::Raw(raw.text()))
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Fragment<'a> {
+    fn from(text: Option<&'a str>) -> Self {
+        text.map_or(Fragment::Null, Fragment::Str)
+    }
+}
+
+fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Writing a str or a number into a Vec cannot fail.
+    serde_json::to_writer(out, value).expect("a str or a number serializes");
+}
+
+/// Any JSON value, borrowed from a store's answer as its text, nested at most [`MAX_DEPTH`] deep.
+#[derive(Debug, Clone, Copy)]
+pub struct Raw<'a>(&'a str);
+
+impl<'a> Raw<'a> {
+    /// The value's JSON text.
+    pub fn text(self) -> &'a str {
+        self.0
+    }
+
+    /// True for `null`.
+    pub fn is_null(self) -> bool {
+        self.0 == "null"
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = <&'a RawValue>::deserialize(deserializer)?;
+        let text = raw.get();
+        if depth(text) > MAX_DEPTH {
+            return Err(de::Error::custom(format!(
+                "nested deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        Ok(Raw(text))
+    }
+}
+
+/// A JSON object from a store's answer, its keys and values borrowed (a key with escapes is
+/// unescaped into an owned string). Anything but an object is refused with serde's own message.
+#[derive(Debug, Default)]
+pub struct RawObject<'a>(pub Vec<(Cow<'a, str>, Raw<'a>)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawObject<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+        impl<'de: 'a, 'a> Visitor<'de> for ObjectVisitor<'a> {
+            type Value = RawObject<'a>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some(key) = map.next_key::<Key<'a>>()? {
+                    entries.push((key.0, map.next_value::<Raw<'a>>()?));
+                }
+                Ok(RawObject(entries))
+            }
+        }
+
+        deserializer.deserialize_map(ObjectVisitor(std::marker::PhantomData))
+    }
+}
+
+/// An object key: borrowed unless it holds escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+        impl<'de: 'a, 'a> Visitor<'de> for KeyVisitor<'a> {
+            type Value = Key<'a>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string key")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(key)))
+            }
+
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(key.to_owned())))
+            }
+
+            fn visit_string<E: de::Error>(self, key: String) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(key)))
+            }
+        }
+
+        deserializer.deserialize_str(KeyVisitor(std::marker::PhantomData))
+    }
+}
+
+/// The deepest nesting of arrays and objects in a JSON text (brackets inside strings not counted).
+fn depth(text: &str) -> usize {
+    let (mut deepest, mut current) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                current += 1;
+                deepest = deepest.max(current);
+            }
+            b']' | b'}' => current = current.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn entries_are_sorted_and_the_later_duplicate_wins() {
+        let mut entries = vec![
+            (Cow::Borrowed("tier"), Fragment::Str("default")),
+            (Cow::Borrowed("b"), Fragment::Raw("[1, 2]")),
+            (Cow::Borrowed("tier"), Fragment::Raw("\"mine\"")),
+            (Cow::Borrowed("a\"q"), Fragment::U64(7)),
+            (Cow::Borrowed("n"), Fragment::F64(f64::NAN)),
+            (Cow::Borrowed("x"), Fragment::F64(0.5)),
+            (Cow::Borrowed("z"), Fragment::Null),
+        ];
+        let metadata = Metadata::from_entries(&mut entries);
+        assert_eq!(
+            metadata.as_json(),
+            r#"{"a\"q":7,"b":[1, 2],"n":null,"tier":"mine","x":0.5,"z":null}"#
+        );
+        assert_eq!(
+            Value::Object(metadata.to_map()),
+            json!({"a\"q": 7, "b": [1, 2], "n": null, "tier": "mine", "x": 0.5, "z": null})
+        );
+        assert_eq!(metadata.get("tier"), Some(json!("mine")));
+        assert_eq!(
+            serde_json::to_string(&metadata).unwrap(),
+            r#"{"a\"q":7,"b":[1, 2],"n":null,"tier":"mine","x":0.5,"z":null}"#
+        );
+    }
+
+    #[test]
+    fn empty_metadata_is_an_empty_object_everywhere() {
+        let empty = Metadata::default();
+        assert_eq!(serde_json::to_string(&empty).unwrap(), "{}");
+        assert_eq!(serde_json::to_value(&empty).unwrap(), json!({}));
+        assert_eq!(Metadata::from_entries(&mut []), empty);
+        assert_eq!(Metadata::from_map(&Map::new()), empty);
+        assert!(empty.to_map().is_empty());
+    }
+
+    #[test]
+    fn a_map_round_trips_through_serde() {
+        let map = json!({"k": {"deep": [1, "two", null]}, "s": "é\n"});
+        let Value::Object(map) = map else {
+            unreachable!()
+        };
+        let metadata = Metadata::from_map(&map);
+        assert_eq!(metadata.to_map(), map);
+        let back: Metadata = serde_json::from_value(serde_json::to_value(&metadata).unwrap())
+            .expect("deserializes from a value");
+        assert_eq!(back, metadata);
+    }
+
+    #[test]
+    fn raw_objects_borrow_and_refuse_what_is_not_an_object() {
+        let object: RawObject =
+            serde_json::from_str(r#"{"a": [1, {"b": 2}], "e\u0073c": "v"}"#).expect("an object");
+        assert_eq!(object.0.len(), 2);
+        assert!(matches!(object.0[0].0, Cow::Borrowed("a")));
+        assert_eq!(object.0[0].1.text(), r#"[1, {"b": 2}]"#);
+        assert_eq!(object.0[1].0, "esc", "an escaped key is unescaped");
+        for (bad, needle) in [
+            ("[1]", "expected a JSON object"),
+            ("\"s\"", "expected a JSON object"),
+            ("{\"a\": tru}", "expected ident"),
+        ] {
+            let err = serde_json::from_str::<RawObject>(bad).expect_err(bad);
+            assert!(err.to_string().contains(needle), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn depth_is_bounded_and_strings_do_not_count() {
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        );
+        let err = serde_json::from_str::<Raw>(&deep).expect_err("too deep");
+        assert!(err.to_string().contains("nested deeper than 64"), "{err}");
+        let ok = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(serde_json::from_str::<Raw>(&ok).is_ok());
+        assert_eq!(depth(r#"["[[[[", {"a": "\"{{"}]"#), 2);
+        assert_eq!(depth("null"), 0);
+    }
+}
