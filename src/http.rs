@@ -20,7 +20,7 @@ use serde_json::json;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -124,116 +124,7 @@ pub fn routes(state: &AppState) -> Vec<(&'static str, MethodRouter<AppState>)> {
     ]
 }
 
-/// What one listener holds at once, so a flood of clients cannot take the service down.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// Open connections; one more is closed as it arrives.
-    pub max_connections: usize,
-    /// A connection that has not sent a whole request head within this time (slow headers, or
-    /// idle between requests) is closed.
-    pub header_timeout: Duration,
-    /// How long shutdown waits for open requests before it stops anyway.
-    pub drain: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_connections: 1024,
-            header_timeout: Duration::from_secs(10),
-            drain: Duration::from_secs(10),
-        }
-    }
-}
-
-impl Limits {
-    /// The limits a configuration asks for.
-    pub fn from_config(server: &crate::config::Server) -> Self {
-        Self {
-            max_connections: server.max_connections,
-            header_timeout: server.header_timeout,
-            ..Self::default()
-        }
-    }
-}
-
-/// Serves `router` on `listener` with default [`Limits`] until `shutdown` resolves.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: Router,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    serve_with(listener, router, Limits::default(), shutdown).await
-}
-
-/// Serves `router` on `listener` until `shutdown` resolves, then stops accepting and lets open
-/// requests finish (for at most `limits.drain`).
-///
-/// HTTP/1.1 with keep-alive. Each connection is a task bounded by the connection's life; a
-/// connection over `max_connections` is closed at once rather than queued, and one that is slow to
-/// send its headers, or idle, is closed after `header_timeout`.
-pub async fn serve_with(
-    listener: tokio::net::TcpListener,
-    router: Router,
-    limits: Limits,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    let connections = Arc::new(Semaphore::new(limits.max_connections));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .keep_alive(true);
-    let service = hyper_util::service::TowerToHyperService::new(router);
-    let mut refused: u64 = 0;
-    tokio::pin!(shutdown);
-    loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
-                Err(error) => {
-                    // Out of file descriptors, say: back off briefly instead of spinning.
-                    tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let Ok(permit) = connections.clone().try_acquire_owned() else {
-            refused += 1;
-            if refused.is_power_of_two() {
-                tracing::warn!(
-                    max = limits.max_connections,
-                    refused,
-                    "connection limit reached; closing new connections"
-                );
-            }
-            drop(stream);
-            continue;
-        };
-        // Small JSON answers: send them now rather than wait for Nagle.
-        let _ = stream.set_nodelay(true);
-        let connection =
-            graceful.watch(builder.serve_connection(TokioIo::new(stream), service.clone()));
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!(%error, "connection ended with an error");
-            }
-            drop(permit);
-        });
-    }
-    drop(listener);
-    tokio::select! {
-        () = graceful.shutdown() => {}
-        () = tokio::time::sleep(limits.drain) => {
-            tracing::warn!(seconds = limits.drain.as_secs(), "open requests did not finish in time; stopping anyway");
-        }
-    }
-    Ok(())
-}
+pub use crate::listener::{Limits, serve, serve_with};
 
 async fn root(State(state): State<AppState>) -> Response {
     Json(state.federation.info()).into_response()

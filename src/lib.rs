@@ -17,6 +17,7 @@
 //! - [`api`]: the wire types both edges speak.
 //! - [`federation`]: the one core both edges call: fan out, collect failures, fuse, answer.
 //! - [`http`]: the REST routes, auth, and request ids.
+//! - [`listener`]: the accept loop: connection cap with idle eviction, header timeout, graceful drain.
 //! - [`mcp`]: the four MCP tools over stdio and streamable HTTP (the only module that knows rmcp).
 //! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
 
@@ -27,6 +28,7 @@ pub mod federation;
 pub mod fusion;
 pub mod health;
 pub mod http;
+pub mod listener;
 pub mod mcp;
 pub mod metadata;
 pub mod overlay;

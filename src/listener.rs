@@ -1,0 +1,302 @@
+//! The accept loop: HTTP/1.1 connections with keep-alive, bounded in number and in patience.
+//!
+//! Each connection is a task bounded by the connection's life. At most `max_connections` are open.
+//! When one more arrives and every slot is taken, the connection that has been idle longest (no
+//! request under way: a keep-alive client between requests, or a client that never finished its
+//! request head) is closed to make room, as nginx reuses its idle keep-alive connections. So a
+//! flood of idle or slow connections cannot lock real clients out until the header timeout frees
+//! a slot. A request under way is never cut: when no connection is idle, the newcomer is closed.
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// What one listener holds at once, so a flood of clients cannot take the service down.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Open connections. One more closes the longest-idle open connection, or is itself closed
+    /// when every connection has a request under way.
+    pub max_connections: usize,
+    /// A connection that has not sent a whole request head within this time (slow headers, or
+    /// idle between requests) is closed.
+    pub header_timeout: Duration,
+    /// How long shutdown waits for open requests before it stops anyway.
+    pub drain: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
+            drain: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Limits {
+    /// The limits a configuration asks for.
+    pub fn from_config(server: &crate::config::Server) -> Self {
+        Self {
+            max_connections: server.max_connections,
+            header_timeout: server.header_timeout,
+            ..Self::default()
+        }
+    }
+}
+
+/// Serves `router` on `listener` with default [`Limits`] until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_with(listener, router, Limits::default(), shutdown).await
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then stops accepting and lets open
+/// requests finish (for at most `limits.drain`). See the module docs for the limits.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: Limits,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let table = Arc::new(Table::default());
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    let service = hyper_util::service::TowerToHyperService::new(router);
+    let mut refused: u64 = 0;
+    let mut evicted: u64 = 0;
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => stream,
+                Err(error) => {
+                    // Out of file descriptors, say: back off briefly instead of spinning.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) if table.evict_longest_idle() => {
+                evicted += 1;
+                if evicted.is_power_of_two() {
+                    tracing::warn!(
+                        max = limits.max_connections,
+                        evicted,
+                        "connection limit reached; closing the longest-idle connections"
+                    );
+                }
+                // The evicted task ends at its next poll and gives its slot back; bounded anyway.
+                match tokio::time::timeout(EVICTION_WAIT, slots.clone().acquire_owned()).await {
+                    Ok(Ok(permit)) => permit,
+                    _ => continue,
+                }
+            }
+            Err(_) => {
+                refused += 1;
+                if refused.is_power_of_two() {
+                    tracing::warn!(
+                        max = limits.max_connections,
+                        refused,
+                        "connection limit reached and every connection is busy; closing new connections"
+                    );
+                }
+                drop(stream);
+                continue;
+            }
+        };
+        // Small JSON answers: send them now rather than wait for Nagle.
+        let _ = stream.set_nodelay(true);
+        let (id, entry) = table.open();
+        let tracked = Tracked {
+            inner: service.clone(),
+            entry: entry.clone(),
+        };
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), tracked));
+        let table = table.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                ended = connection => {
+                    if let Err(error) = ended {
+                        tracing::debug!(%error, "connection ended with an error");
+                    }
+                }
+                // Evicted while idle: dropping the connection closes it; no request is cut.
+                () = entry.evict.cancelled() => {}
+            }
+            table.close(id);
+            drop(permit);
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(limits.drain) => {
+            tracing::warn!(seconds = limits.drain.as_secs(), "open requests did not finish in time; stopping anyway");
+        }
+    }
+    Ok(())
+}
+
+/// How long a newcomer waits for the slot of the connection it evicted.
+const EVICTION_WAIT: Duration = Duration::from_millis(500);
+
+/// The open connections, for eviction.
+#[derive(Default)]
+struct Table {
+    entries: Mutex<HashMap<u64, Arc<Entry>>>,
+    next: AtomicU64,
+    epoch: std::sync::OnceLock<Instant>,
+}
+
+/// One open connection: whether a request is under way, and since when it has been idle.
+struct Entry {
+    in_flight: AtomicUsize,
+    /// Milliseconds since the table's epoch when the connection last became idle.
+    idle_since: AtomicU64,
+    evict: CancellationToken,
+    epoch: Instant,
+}
+
+impl Entry {
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+impl Table {
+    fn open(&self) -> (u64, Arc<Entry>) {
+        let epoch = *self.epoch.get_or_init(Instant::now);
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let entry = Arc::new(Entry {
+            in_flight: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(0),
+            evict: CancellationToken::new(),
+            epoch,
+        });
+        entry.idle_since.store(entry.now(), Ordering::Relaxed);
+        self.lock().insert(id, entry.clone());
+        (id, entry)
+    }
+
+    fn close(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    /// Evicts the connection idle longest; false when every connection has a request under way.
+    fn evict_longest_idle(&self) -> bool {
+        let mut entries = self.lock();
+        let longest = entries
+            .iter()
+            .filter(|(_, entry)| entry.in_flight.load(Ordering::Acquire) == 0)
+            .min_by_key(|(id, entry)| (entry.idle_since.load(Ordering::Relaxed), **id))
+            .map(|(id, _)| *id);
+        match longest.and_then(|id| entries.remove(&id)) {
+            Some(entry) => {
+                entry.evict.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Entry>>> {
+        // A panic while holding this lock leaves the map consistent (inserts and removes only).
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The service of one connection, marking the connection busy while a request is under way.
+#[derive(Clone)]
+struct Tracked<S> {
+    inner: S,
+    entry: Arc<Entry>,
+}
+
+impl<S, B> hyper::service::Service<hyper::Request<B>> for Tracked<S>
+where
+    S: hyper::service::Service<hyper::Request<B>, Response = hyper::Response<Body>>,
+    S::Future: Send + 'static,
+{
+    type Response = hyper::Response<Body>;
+    type Error = S::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, S::Error>> + Send + 'static>,
+    >;
+
+    fn call(&self, request: hyper::Request<B>) -> Self::Future {
+        let busy = Busy::new(self.entry.clone());
+        let future = self.inner.call(request);
+        Box::pin(async move {
+            // Busy until the answer's body is sent (or dropped): an MCP event stream stays busy
+            // for as long as it is open.
+            let response = future.await?;
+            Ok(response.map(|body| Body::new(Guarded { body, _busy: busy })))
+        })
+    }
+}
+
+/// A response body that holds its connection busy until it is dropped.
+struct Guarded {
+    body: Body,
+    _busy: Busy,
+}
+
+impl HttpBody for Guarded {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A request under way on a connection; dropped (answered or cancelled), the connection is idle
+/// again from that moment.
+struct Busy(Arc<Entry>);
+
+impl Busy {
+    fn new(entry: Arc<Entry>) -> Self {
+        entry.in_flight.fetch_add(1, Ordering::AcqRel);
+        Self(entry)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.idle_since.store(self.0.now(), Ordering::Relaxed);
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
