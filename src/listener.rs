@@ -97,14 +97,11 @@ pub async fn serve_with(
         let permit = match slots.clone().try_acquire_owned() {
             Ok(permit) => permit,
             Err(_) if table.evict_longest_idle() => {
-                evicted += 1;
-                if evicted.is_power_of_two() {
-                    tracing::warn!(
-                        max = limits.max_connections,
-                        evicted,
-                        "connection limit reached; closing the longest-idle connections"
-                    );
-                }
+                count_and_warn(
+                    &mut evicted,
+                    limits.max_connections,
+                    "connection limit reached; closing the longest-idle connections",
+                );
                 // The evicted task ends at its next poll and gives its slot back; bounded anyway.
                 match tokio::time::timeout(EVICTION_WAIT, slots.clone().acquire_owned()).await {
                     Ok(Ok(permit)) => permit,
@@ -112,14 +109,11 @@ pub async fn serve_with(
                 }
             }
             Err(_) => {
-                refused += 1;
-                if refused.is_power_of_two() {
-                    tracing::warn!(
-                        max = limits.max_connections,
-                        refused,
-                        "connection limit reached and every connection is busy; closing new connections"
-                    );
-                }
+                count_and_warn(
+                    &mut refused,
+                    limits.max_connections,
+                    "connection limit reached and every connection is busy; closing new connections",
+                );
                 drop(stream);
                 continue;
             }
@@ -155,6 +149,14 @@ pub async fn serve_with(
         }
     }
     Ok(())
+}
+
+/// Counts one more, and logs it the 1st, 2nd, 4th, 8th... time, so a flood writes few lines.
+fn count_and_warn(count: &mut u64, max: usize, message: &str) {
+    *count += 1;
+    if count.is_power_of_two() {
+        tracing::warn!(max, count = *count, "{message}");
+    }
 }
 
 /// How long a newcomer waits for the slot of the connection it evicted.

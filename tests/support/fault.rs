@@ -129,27 +129,27 @@ async fn read_request(stream: &mut TcpStream) -> Option<()> {
 
 const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
 
+/// Writes a 200 with this JSON body and any extra header lines.
+async fn answer(stream: &mut TcpStream, body: &[u8], extra: &str) {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body).await;
+}
+
 async fn serve(mut stream: TcpStream, fault: Fault) {
     if read_request(&mut stream).await.is_none() {
         return;
     }
     match fault {
         Fault::Body(body) => {
-            let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes()).await;
-            let _ = stream.write_all(&body).await;
+            answer(&mut stream, &body, "connection: close\r\n").await;
             let _ = stream.shutdown().await;
         }
         Fault::ClosesKeptConnection(body) => {
-            let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-                body.len()
-            );
-            let _ = stream.write_all(head.as_bytes()).await;
-            let _ = stream.write_all(&body).await;
+            answer(&mut stream, &body, "").await;
             if read_request(&mut stream).await.is_some() {
                 let _ = stream.shutdown().await;
             }
