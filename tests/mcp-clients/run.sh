@@ -7,11 +7,13 @@
 #   2. The MCP Inspector CLI (package.json, pinned) over stdio and HTTP in its legacy and modern
 #      protocol eras: `initialize`, `tools/list --strict` (tool-schema portability lint: any
 #      error-severity finding fails; warnings are printed) and a `tools/call` of search.
+#   3. The official MCP Bundle CLI (`mcpb validate`, package.json, pinned) on
+#      mcp-manifests/mcpb/manifest.json, and on a broken copy that it must refuse.
 #
 # Builds nothing: the binary comes from $SCC_BIN (default target/debug/seren-corpus-callosum,
 # relative to the repo root). Needs python3 (>= 3.10, with venv), node (>= 20) and npm. Creates the
 # venv target/mcp-clients-venv and installs requirements.txt into it when it is missing or its pins
-# changed; runs `npm ci` here when node_modules lacks the Inspector. After that it needs no network:
+# changed; runs `npm ci` here when node_modules lacks the Inspector or mcpb. After that it needs no network:
 # every server it starts listens on 127.0.0.1 only, with sample stores from `demo`.
 #
 # Ends with one line `mcp-clients: N passed, M failed`; exits non-zero if anything failed.
@@ -78,10 +80,11 @@ if [ ! -x "$venv/bin/python" ] || ! cmp -s "$here/requirements.txt" "$stamp"; th
   "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet -r "$here/requirements.txt"
   cp "$here/requirements.txt" "$stamp"
 fi
-if [ ! -d "$here/node_modules/@modelcontextprotocol/inspector" ]; then
+if [ ! -d "$here/node_modules/@modelcontextprotocol/inspector" ] ||
+  [ ! -d "$here/node_modules/@anthropic-ai/mcpb" ]; then
   # --ignore-scripts: the Inspector's only install script is a no-op outside its own source tree.
   # On Node < 22.19 npm warns EBADENGINE; the CLI works there all the same.
-  echo "mcp-clients: npm ci (MCP Inspector)"
+  echo "mcp-clients: npm ci (MCP Inspector, mcpb)"
   (cd "$here" && npm ci --no-audit --no-fund --ignore-scripts)
 fi
 
@@ -280,6 +283,32 @@ if [ "$rc" -ne 0 ] && grep -q 'auth_required\|nauthorized' "$work/inspector/no-t
   ok "inspector/http+bearer/no-token" "refused (exit $rc: $(head -c 160 "$work/inspector/no-token.err"))"
 else
   fail "inspector/http+bearer/no-token" "exit $rc without a token" "$work/inspector/no-token.err"
+fi
+
+# --- 3. the MCP Bundle manifest, checked by the official mcpb CLI ------------------------------
+manifest="$root/mcp-manifests/mcpb/manifest.json"
+mcpb() { timeout -k 5 60 "$here/node_modules/.bin/mcpb" "$@"; }
+rc=0
+mcpb validate "$manifest" >"$work/mcpb.out" 2>&1 || rc=$?
+if [ "$rc" -eq 0 ] && grep -q 'validation passes' "$work/mcpb.out"; then
+  ok "mcpb/validate" "$(tr '\n' ' ' <"$work/mcpb.out" | head -c 160)"
+else
+  fail "mcpb/validate" "exit $rc" "$work/mcpb.out"
+fi
+# The same check must refuse a broken copy (a wrong type where the schema wants a string), so a
+# pass above means something.
+"$venv/bin/python" - "$manifest" "$work/broken-manifest.json" <<'PY'
+import json, sys
+manifest = json.load(open(sys.argv[1]))
+manifest["version"] = 7
+json.dump(manifest, open(sys.argv[2], "w"))
+PY
+rc=0
+mcpb validate "$work/broken-manifest.json" >"$work/mcpb-broken.out" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ] && grep -q 'version' "$work/mcpb-broken.out"; then
+  ok "mcpb/validate-refuses" "exit $rc: $(grep -m1 'version' "$work/mcpb-broken.out" | head -c 120)"
+else
+  fail "mcpb/validate-refuses" "exit $rc on a manifest whose version is a number" "$work/mcpb-broken.out"
 fi
 
 # cleanup (on EXIT) stops the servers and prints the closing line.
