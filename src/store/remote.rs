@@ -3,7 +3,8 @@
 //!
 //! Every way this can go wrong becomes a [`Failure`] whose text carries no secret: no token, no
 //! url, no query. The deadline covers the whole exchange (connect, headers and every body byte), so
-//! a store that trickles or never ends its body is cut off like one that never answers.
+//! a store that trickles or never ends its body is cut off like one that never answers. A request
+//! that meets a pooled connection the store has just closed is sent once more, inside that deadline.
 
 use super::{Hit, Protocol};
 use crate::config::Secret;
