@@ -97,7 +97,7 @@ async fn a_flood_of_idle_connections_cannot_lock_a_client_out() {
 
 #[tokio::test]
 async fn a_request_under_way_is_never_evicted() {
-    let slow = FaultStore::start(Fault::SlowHeaders(Duration::from_millis(800))).await;
+    let slow = FaultStore::start(Fault::SlowHeaders(Duration::from_millis(1500))).await;
     let callosum = Callosum::start(&format!(
         "server:\n  max_connections: 3\n{}",
         config_yaml(&[("slow", "seren_memory", &slow.url, "")])
@@ -116,7 +116,15 @@ async fn a_request_under_way_is_never_evicted() {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Wait until all three are under way: the slow store has been asked three times.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while slow.connections() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the searches never reached the store"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // A newcomer finds no idle connection to close, so it is the one closed.
     let mut newcomer = TcpStream::connect(addr(&callosum.url)).await.unwrap();
     assert!(closed_by_server(&mut newcomer, Duration::from_secs(5)).await);
