@@ -590,16 +590,13 @@ async fn start_ours(dir: &Path, config: &Path) -> Result<Service, String> {
             ));
         }
     };
-    let base = format!("http://{addr}");
-    let start = wait_healthy(&mut proc, &base, began, Duration::from_secs(10)).await?;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let idle_rss_kib = proc_status_kib(proc.pid(), "VmRSS");
-    Ok(Service {
+    Service::ready(
         proc,
-        base,
-        start,
-        idle_rss_kib,
-    })
+        format!("http://{addr}"),
+        began,
+        Duration::from_secs(10),
+    )
+    .await
 }
 
 async fn start_python(exe: &Path, dir: &Path, config: &Path, port: u16) -> Result<Service, String> {
@@ -614,17 +611,34 @@ async fn start_python(exe: &Path, dir: &Path, config: &Path, port: u16) -> Resul
         .env("SEREN_SCC_RUNTIME_STORES", dir.join("runtime-stores.json"))
         .current_dir(dir);
     let began = Instant::now();
-    let (mut proc, _listening) = Proc::spawn(command)?;
-    let base = format!("http://127.0.0.1:{port}");
-    let start = wait_healthy(&mut proc, &base, began, Duration::from_secs(60)).await?;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let idle_rss_kib = proc_status_kib(proc.pid(), "VmRSS");
-    Ok(Service {
+    let (proc, _listening) = Proc::spawn(command)?;
+    Service::ready(
         proc,
-        base,
-        start,
-        idle_rss_kib,
-    })
+        format!("http://127.0.0.1:{port}"),
+        began,
+        Duration::from_secs(60),
+    )
+    .await
+}
+
+impl Service {
+    /// Waits for the first `/health` 200 (the start time), then reads the idle RSS 100 ms later.
+    async fn ready(
+        mut proc: Proc,
+        base: String,
+        began: Instant,
+        limit: Duration,
+    ) -> Result<Self, String> {
+        let start = wait_healthy(&mut proc, &base, began, limit).await?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let idle_rss_kib = proc_status_kib(proc.pid(), "VmRSS");
+        Ok(Self {
+            proc,
+            base,
+            start,
+            idle_rss_kib,
+        })
+    }
 }
 
 /// Polls `GET /health` until a 200, the process dies, or the deadline passes.

@@ -70,7 +70,7 @@ pub async fn serve_with(
 ) -> std::io::Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
     let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let table = Arc::new(Table::default());
+    let table = Arc::new(Table::new());
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -163,11 +163,11 @@ fn count_and_warn(count: &mut u64, max: usize, message: &str) {
 const EVICTION_WAIT: Duration = Duration::from_millis(500);
 
 /// The open connections, for eviction.
-#[derive(Default)]
 struct Table {
     entries: Mutex<HashMap<u64, Arc<Entry>>>,
     next: AtomicU64,
-    epoch: std::sync::OnceLock<Instant>,
+    /// What `idle_since` counts from.
+    epoch: Instant,
 }
 
 /// One open connection: whether a request is under way, and since when it has been idle.
@@ -186,14 +186,21 @@ impl Entry {
 }
 
 impl Table {
+    fn new() -> Self {
+        Self {
+            entries: Mutex::default(),
+            next: AtomicU64::new(0),
+            epoch: Instant::now(),
+        }
+    }
+
     fn open(&self) -> (u64, Arc<Entry>) {
-        let epoch = *self.epoch.get_or_init(Instant::now);
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let entry = Arc::new(Entry {
             in_flight: AtomicUsize::new(0),
             idle_since: AtomicU64::new(0),
             evict: CancellationToken::new(),
-            epoch,
+            epoch: self.epoch,
         });
         entry.idle_since.store(entry.now(), Ordering::Relaxed);
         self.lock().insert(id, entry.clone());

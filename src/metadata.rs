@@ -81,11 +81,6 @@ impl Metadata {
         })
     }
 
-    /// One entry's value, parsed.
-    pub fn get(&self, key: &str) -> Option<Value> {
-        self.to_map().remove(key)
-    }
-
     /// The object's JSON text.
     pub fn as_json(&self) -> &str {
         self.0.as_deref().unwrap_or("{}")
@@ -214,9 +209,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
 }
 
 /// A JSON object from a store's answer, its keys and values borrowed (a key with escapes is
-/// unescaped into an owned string). Anything but an object is refused with serde's own message.
+/// unescaped into an owned string), ready to be written by [`Metadata::from_entries`] with any
+/// entries a protocol adds. Anything but an object is refused with serde's own message.
 #[derive(Debug, Default)]
-pub struct RawObject<'a>(pub Vec<(Cow<'a, str>, Raw<'a>)>);
+pub struct RawObject<'a>(pub Vec<(Cow<'a, str>, Fragment<'a>)>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for RawObject<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -232,7 +228,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawObject<'a> {
             fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
                 let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8));
                 while let Some(key) = map.next_key::<Key<'a>>()? {
-                    entries.push((key.0, map.next_value::<Raw<'a>>()?));
+                    entries.push((key.0, Fragment::Raw(map.next_value::<Raw<'a>>()?.text())));
                 }
                 Ok(RawObject(entries))
             }
@@ -325,7 +321,7 @@ mod tests {
             Value::Object(metadata.to_map()),
             json!({"a\"q": 7, "b": [1, 2], "n": null, "tier": "mine", "x": 0.5, "z": null})
         );
-        assert_eq!(metadata.get("tier"), Some(json!("mine")));
+        assert_eq!(metadata.to_map()["tier"], json!("mine"));
         assert_eq!(
             serde_json::to_string(&metadata).unwrap(),
             r#"{"a\"q":7,"b":[1, 2],"n":null,"tier":"mine","x":0.5,"z":null}"#
@@ -361,7 +357,7 @@ mod tests {
             serde_json::from_str(r#"{"a": [1, {"b": 2}], "e\u0073c": "v"}"#).expect("an object");
         assert_eq!(object.0.len(), 2);
         assert!(matches!(object.0[0].0, Cow::Borrowed("a")));
-        assert_eq!(object.0[0].1.text(), r#"[1, {"b": 2}]"#);
+        assert!(matches!(object.0[0].1, Fragment::Raw(r#"[1, {"b": 2}]"#)));
         assert_eq!(object.0[1].0, "esc", "an escaped key is unescaped");
         for (bad, needle) in [
             ("[1]", "expected a JSON object"),

@@ -277,45 +277,38 @@ async fn health_is_public_and_survives_roster_changes() {
     let yaml = format!("server:\n  bearer_token: t0k\n{}", yaml(2.0, "", &[]));
     let callosum = Callosum::start(&yaml).await;
     let client = &callosum.client;
-    let authed = |request: reqwest::RequestBuilder| request.bearer_auth("t0k");
     let add = json!({"name": "extra", "type": "seren_memory", "url": store.url});
     let search = json!({"query": "q"});
+    let send = |method: reqwest::Method, path: &str, body: Option<&Value>| {
+        let mut request = client
+            .request(method, format!("{}{path}", callosum.url))
+            .bearer_auth("t0k");
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        async move { request.send().await.unwrap().status() }
+    };
+    // Add, search, remove, add again, search again: the record outlives the removal.
     assert_eq!(
-        authed(client.post(format!("{}/stores", callosum.url)))
-            .json(&add)
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
-    authed(client.post(format!("{}/search", callosum.url)))
-        .json(&search)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        authed(client.delete(format!("{}/stores/extra", callosum.url)))
-            .send()
-            .await
-            .unwrap()
-            .status(),
+        send(reqwest::Method::POST, "/stores", Some(&add)).await,
         200
     );
     assert_eq!(
-        authed(client.post(format!("{}/stores", callosum.url)))
-            .json(&add)
-            .send()
-            .await
-            .unwrap()
-            .status(),
+        send(reqwest::Method::POST, "/search", Some(&search)).await,
         200
     );
-    authed(client.post(format!("{}/search", callosum.url)))
-        .json(&search)
-        .send()
-        .await
-        .unwrap();
+    assert_eq!(
+        send(reqwest::Method::DELETE, "/stores/extra", None).await,
+        200
+    );
+    assert_eq!(
+        send(reqwest::Method::POST, "/stores", Some(&add)).await,
+        200
+    );
+    assert_eq!(
+        send(reqwest::Method::POST, "/search", Some(&search)).await,
+        200
+    );
     // No token needed for health, like /health.
     let (status, health) = callosum.get("/health/stores").await;
     assert_eq!(status, 200);

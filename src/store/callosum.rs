@@ -67,13 +67,7 @@ impl Protocol for Callosum {
             .into_iter()
             .map(|hit| {
                 // The inner hit's provenance wins over metadata keys of the same name.
-                let mut entries: Vec<_> = hit
-                    .metadata
-                    .unwrap_or_default()
-                    .0
-                    .into_iter()
-                    .map(|(key, value)| (key, Fragment::Raw(value.text())))
-                    .collect();
+                let mut entries = hit.metadata.unwrap_or_default().0;
                 entries.extend([
                     (
                         Cow::Borrowed("origin_store"),

@@ -101,13 +101,16 @@ impl Protocol for Memory {
                     .as_ref()
                     .and_then(Value::as_f64)
                     .unwrap_or(0.0);
-                // The store's own metadata wins over `tier` and `topic`; `surroundings` and
-                // `matched_via`, when given, win over it.
-                let mut entries = Vec::with_capacity(8);
-                entries.push((Cow::Borrowed("tier"), Fragment::from(hit.tier)));
-                entries.push((Cow::Borrowed("topic"), Fragment::from(hit.topic)));
-                let own = hit.metadata.unwrap_or_default().0;
-                entries.extend(own.into_iter().map(|(k, v)| (k, Fragment::Raw(v.text()))));
+                // The later of two equal keys wins: the store's own metadata wins over `tier` and
+                // `topic` (put first), and `surroundings` and `matched_via`, when given, win over it.
+                let mut entries = hit.metadata.unwrap_or_default().0;
+                entries.splice(
+                    0..0,
+                    [
+                        (Cow::Borrowed("tier"), Fragment::from(hit.tier)),
+                        (Cow::Borrowed("topic"), Fragment::from(hit.topic)),
+                    ],
+                );
                 for (key, value) in [
                     ("surroundings", hit.surroundings),
                     ("matched_via", hit.matched_via),
