@@ -401,7 +401,7 @@ impl<'de> Deserialize<'de> for Scalar {
 /// A boolean that also takes the Python service's truthy strings (1/true/yes/on, 0/false/no/off).
 /// Read through a visitor (not via an intermediate value) so a bad word is reported at its own
 /// key and line.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Flag(bool);
 
 impl<'de> Deserialize<'de> for Flag {
@@ -480,13 +480,6 @@ struct FileFederation {
     breaker_cooldown_s: Option<f64>,
     breaker_max_cooldown_s: Option<f64>,
     stores: Option<Vec<RawStoreEntry>>,
-}
-
-// `Option<Flag>` needs `Flag: Debug` for the derive above.
-impl fmt::Debug for Flag {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
 }
 
 /// Picks the config file: `--config`, else `$SEREN_SCC_CONFIG`, else `./seren-corpus-callosum.yaml`
@@ -764,7 +757,7 @@ impl Config {
         })
     }
 
-    /// An empty configuration (no file, no environment): what tests and `demo` start from.
+    /// An empty configuration (no file, no environment), for tests.
     pub fn empty(path: &Path) -> Self {
         // Parsing an empty document with an empty environment cannot fail: every default is valid.
         Self::parse(path, "", &|_| None).expect("the defaults are a valid configuration")
@@ -1173,6 +1166,16 @@ mod tests {
         assert_eq!(from_env, Path::new("/y/d.yaml"));
         let fallback = resolve_path(None, &none);
         assert!(fallback.ends_with(FILE_NAME));
+        // With neither, a file in the working directory, else the platform's config directory.
+        let expected = if Path::new(FILE_NAME).exists() {
+            PathBuf::from(FILE_NAME)
+        } else {
+            directories::ProjectDirs::from("", "", "seren-corpus-callosum")
+                .expect("a home directory")
+                .config_dir()
+                .join(FILE_NAME)
+        };
+        assert_eq!(fallback, expected);
         assert_eq!(
             overlay_path(Path::new("c.yaml"), &none),
             Path::new("runtime-stores.json")

@@ -196,9 +196,7 @@ impl Federation {
             degraded: count("degraded"),
             unhealthy: count("unhealthy"),
             unknown: count("unknown"),
-            ts: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+            ts: crate::health::unix_now(),
             stores,
         }
     }

@@ -329,7 +329,8 @@ fn round4(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
 }
 
-fn unix_now() -> f64 {
+/// Now, in Unix seconds.
+pub(crate) fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())

@@ -20,7 +20,7 @@ use serde_json::json;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -36,19 +36,15 @@ const VIEWER: &str = include_str!("../viewer/index.html");
 #[derive(Clone)]
 pub struct AppState {
     pub federation: Arc<Federation>,
-    /// The inbound bearer token; `None` means no auth.
-    pub token: Option<Secret>,
     /// Cancelled at shutdown: ends MCP sessions and streams so graceful shutdown never hangs.
     pub shutdown: CancellationToken,
 }
 
 impl AppState {
-    /// The state for a federation, with the token its configuration names.
+    /// The state for a federation.
     pub fn new(federation: Arc<Federation>) -> Self {
-        let token = federation.config().server.token.clone();
         Self {
             federation,
-            token,
             shutdown: CancellationToken::new(),
         }
     }
@@ -86,7 +82,8 @@ impl IntoResponse for ApiError {
 
 /// The whole REST surface. Tests drive it in-process or on a loopback listener.
 pub fn router(state: AppState) -> Router {
-    let token = state.token.clone();
+    // The inbound bearer token, as the configuration names it; `None` means no auth.
+    let token = state.federation.config().server.token.clone();
     let in_flight = Arc::new(Semaphore::new(
         state.federation.config().server.max_in_flight,
     ));
@@ -131,10 +128,7 @@ async fn root(State(state): State<AppState>) -> Response {
 }
 
 async fn health() -> Response {
-    let ts = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    Json(json!({"ok": true, "ts": ts})).into_response()
+    Json(json!({"ok": true, "ts": crate::health::unix_now()})).into_response()
 }
 
 #[derive(Deserialize)]

@@ -10,6 +10,7 @@ use crate::api::{Added, Refusal, Removed, SearchAnswer, Stores, decode_value};
 use crate::config::{NewStore, Server};
 use crate::federation::Federation;
 use rmcp::handler::server::common::schema_for_input;
+use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Json;
 use rmcp::model::{Implementation, JsonObject, ServerCapabilities, ServerConfig};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -17,7 +18,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use tokio_util::sync::CancellationToken;
 
 /// What the server tells a host about itself when it connects.
@@ -57,8 +58,9 @@ impl CallosumMcp {
     }
 }
 
-/// A tool's input schema, checked to be object-rooted, in its portable form. The check runs on the
-/// first `tools/list`; a unit test lists the tools so a bad schema fails the tests, not a host.
+/// A tool's input schema, checked to be object-rooted, in its portable form. The check runs once,
+/// when [`TOOLS`] is first used; a unit test lists the tools so a bad schema fails the tests, not a
+/// host.
 fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     portable(&schema_for_input::<T>().unwrap_or_else(|e| panic!("bad input schema: {e}")))
 }
@@ -242,7 +244,11 @@ config file cannot be removed here. The store's data is untouched.",
     }
 }
 
-#[tool_handler]
+/// The tools, built once. Building them generates and rewrites every schema, and rmcp's default
+/// would rebuild them for each `tools/list` and each tool call.
+static TOOLS: LazyLock<ToolRouter<CallosumMcp>> = LazyLock::new(CallosumMcp::tool_router);
+
+#[tool_handler(router = TOOLS)]
 impl ServerHandler for CallosumMcp {
     fn get_info(&self) -> ServerConfig {
         // Named explicitly: left alone, rmcp reports itself ("rmcp") as the server.

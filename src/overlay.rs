@@ -65,9 +65,10 @@ pub fn save(path: &Path, entries: &[Value]) -> std::io::Result<()> {
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&dir)?;
-    let file_name = path
-        .file_name()
-        .map_or_else(|| "runtime-stores.json".into(), |n| n.to_string_lossy());
+    let file_name = path.file_name().map_or_else(
+        || crate::config::OVERLAY_FILE_NAME.into(),
+        |n| n.to_string_lossy(),
+    );
     let temp = dir.join(format!(
         ".{file_name}.tmp-{}-{}",
         std::process::id(),
@@ -171,6 +172,18 @@ mod tests {
         // A directory where the temp file's directory should be: the parent is a file.
         let blocked = path.join("child.json");
         assert!(save(&blocked, &[json!({})]).is_err());
+        assert_eq!(load(&path).unwrap(), [json!({"name": "kept"})]);
+        // A non-empty directory in the target's place: the temp file is written, the rename
+        // fails, and the temp file is removed.
+        let taken = dir.path().join("taken.json");
+        std::fs::create_dir_all(taken.join("inside")).unwrap();
+        assert!(save(&taken, &[json!({})]).is_err());
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
         assert_eq!(load(&path).unwrap(), [json!({"name": "kept"})]);
     }
 }

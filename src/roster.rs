@@ -234,8 +234,7 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
             "name '{name}' must be 1-64 characters of A-Z a-z 0-9 . _ -"
         )));
     }
-    if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() <= "http://".len()
-    {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(Refusal::bad_request(format!(
             "url must start with http:// or https://, got '{}'",
             redact_url(&url)

@@ -89,11 +89,6 @@ impl Remote {
         }
     }
 
-    /// The bound on one call to this store.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     /// Asks the store for `n` hits. `depth` is how many callosums stand before us in the chain.
     pub async fn search(
         &self,
