@@ -14,7 +14,7 @@ use crate::fusion::{self, RankedList};
 use crate::health::{Admission, Health};
 use crate::roster::Bound;
 use crate::roster::Roster;
-use crate::store::{self, Failure, remote::MAX_DEPTH};
+use crate::store::{self, remote::MAX_DEPTH};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,14 +117,14 @@ impl Federation {
                         hits,
                     });
                 }
-                Err(failure) => {
+                Err(reason) => {
                     // Per search at debug only: the first failure of a run, and the breaker's
                     // openings, are logged at warn by `health`, so a dead store does not write
                     // a line per search.
-                    tracing::debug!(store = %bound.name, reason = %failure, "store gave nothing");
+                    tracing::debug!(store = %bound.name, %reason, "store gave nothing");
                     failed.push(NameReason {
                         name: bound.name.clone(),
-                        reason: failure.to_string(),
+                        reason,
                     });
                 }
             }
@@ -152,21 +152,22 @@ impl Federation {
         })
     }
 
-    /// One store call, through the breaker, recorded in the store's health.
+    /// One store call, through the breaker, recorded in the store's health. A failure comes back as
+    /// its reason, the text both the health record and the answer's `failed` entry show.
     async fn call(
         &self,
         bound: &Bound,
         query: &str,
         ask: usize,
         depth: u32,
-    ) -> Result<Vec<store::Hit>, Failure> {
+    ) -> Result<Vec<store::Hit>, String> {
         if bound.kind == store::callosum::TYPE.name && depth >= MAX_DEPTH {
-            return Err(Failure::NotAsked(format!(
+            return Err(format!(
                 "not asked: {MAX_DEPTH} callosums already stand in this chain (a loop?)"
-            )));
+            ));
         }
         let probe = match self.health.admit(&bound.name) {
-            Admission::Skip(reason) => return Err(Failure::NotAsked(reason)),
+            Admission::Skip(reason) => return Err(reason),
             Admission::Call => None,
             // If this search is dropped mid-probe, the guard lets the next call probe instead.
             Admission::Probe => Some(ProbeGuard {
@@ -175,10 +176,16 @@ impl Federation {
             }),
         };
         let started = std::time::Instant::now();
-        let result = bound.remote.search(&self.client, query, ask, depth).await;
-        let reason = result.as_ref().err().map(Failure::to_string);
-        self.health
-            .record(&bound.name, started.elapsed(), reason.as_deref());
+        let result = bound
+            .remote
+            .search(&self.client, query, ask, depth)
+            .await
+            .map_err(|failure| failure.to_string());
+        self.health.record(
+            &bound.name,
+            started.elapsed(),
+            result.as_ref().err().map(String::as_str),
+        );
         // The outcome is recorded: the probe is finished, not abandoned.
         std::mem::forget(probe);
         result

@@ -223,13 +223,9 @@ async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<Ex
     if let Err(code) = check_exposure(&config) {
         return Ok(code);
     }
-    let (host, port) = (config.server.host.clone(), config.server.port);
-    let config_server = config.server.clone();
     let federation = Arc::new(Federation::new(config)?);
-    let listener = tokio::net::TcpListener::bind((host.as_str(), port))
-        .await
-        .with_context(|| format!("cannot listen on {host}:{port}"))?;
-    let addr = listener.local_addr()?;
+    let shutdown = CancellationToken::new();
+    let (addr, serving) = bind_http(federation.clone(), &shutdown).await?;
     let fan = federation.roster().fan();
     tracing::info!(
         config = %federation.config().path.display(),
@@ -240,10 +236,6 @@ async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<Ex
         fan.bound.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
     );
     tracing::info!("listening on http://{addr} (viewer: http://{addr}/viewer)");
-    let shutdown = CancellationToken::new();
-    let mut state = AppState::new(federation);
-    state.shutdown = shutdown.clone();
-    let router = http::router(state);
     // Printed only once the router is built, so an address on screen is one that answers.
     if let Some(banner) = banner {
         eprintln!("{}", banner.replace("{addr}", &addr.to_string()));
@@ -254,9 +246,32 @@ async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<Ex
         tracing::info!("shutting down");
         signal.cancel();
     });
-    let limits = http::Limits::from_config(&config_server);
-    http::serve_with(listener, router, limits, shutdown.cancelled_owned()).await?;
+    serving.await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Binds the configured host and port, and builds the HTTP surface (REST, viewer, `/mcp`) over
+/// `federation`: the bound address, and the future that serves until `shutdown` is cancelled.
+async fn bind_http(
+    federation: Arc<Federation>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<(
+    std::net::SocketAddr,
+    impl std::future::Future<Output = std::io::Result<()>> + Send + 'static,
+)> {
+    let server = &federation.config().server;
+    let (host, port) = (server.host.clone(), server.port);
+    let limits = http::Limits::from_config(server);
+    let listener = tokio::net::TcpListener::bind((host.as_str(), port))
+        .await
+        .with_context(|| format!("cannot listen on {host}:{port}"))?;
+    let addr = listener.local_addr()?;
+    let router = http::router(AppState {
+        federation,
+        shutdown: shutdown.clone(),
+    });
+    let serving = http::serve_with(listener, router, limits, shutdown.clone().cancelled_owned());
+    Ok((addr, serving))
 }
 
 /// MCP on stdin/stdout until the host closes stdin; with `--http`, the HTTP surface beside it on
@@ -275,25 +290,9 @@ async fn stdio(args: StdioArgs) -> anyhow::Result<ExitCode> {
     let federation = Arc::new(Federation::new(config)?);
     let shutdown = CancellationToken::new();
     let sidecar = if args.http {
-        let server = &federation.config().server;
-        let (host, port) = (server.host.clone(), server.port);
-        let listener = tokio::net::TcpListener::bind((host.as_str(), port))
-            .await
-            .with_context(|| format!("cannot listen on {host}:{port}"))?;
-        tracing::info!(
-            "HTTP sidecar listening on http://{}",
-            listener.local_addr()?
-        );
-        let mut state = AppState::new(federation.clone());
-        state.shutdown = shutdown.clone();
-        let router = http::router(state);
-        let limits = http::Limits::from_config(server);
-        Some(tokio::spawn(http::serve_with(
-            listener,
-            router,
-            limits,
-            shutdown.clone().cancelled_owned(),
-        )))
+        let (addr, serving) = bind_http(federation.clone(), &shutdown).await?;
+        tracing::info!("HTTP sidecar listening on http://{addr}");
+        Some(tokio::spawn(serving))
     } else {
         None
     };

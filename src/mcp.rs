@@ -35,7 +35,7 @@ pub struct SearchArgs {
     pub query: String,
     /// How many fused hits to return, 1..=200. Default: the callosum's configured n_results (10).
     #[serde(default)]
-    #[schemars(with = "u32", range(min = 1, max = 200))]
+    #[schemars(with = "u32", range(min = 1, max = crate::federation::MAX_N_RESULTS))]
     pub n_results: Option<i64>,
 }
 

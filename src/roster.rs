@@ -133,8 +133,7 @@ impl Roster {
         }
         let mut entries = state.entries.clone();
         entries.push(entry.to_json());
-        self.write_overlay(&entries).await?;
-        state.entries = entries;
+        state.entries = self.write_overlay(entries).await?;
         let fan = build_fan(&self.config, &state.entries, None);
         let active = fan.bound.len();
         self.swap(fan);
@@ -145,32 +144,32 @@ impl Roster {
     /// Removes a managed store from the overlay and unbinds it at once.
     pub async fn remove(&self, name: &str) -> Result<usize, Refusal> {
         let mut state = self.overlay.lock().await;
-        let fan = self.fan();
-        match fan.rows.iter().find(|row| row.name == name) {
-            Some(row) if !row.managed => {
-                return Err(Refusal::bad_request(format!(
-                    "'{name}' is a base (config) store - remove it from {}, not from here",
-                    self.config.path.display()
-                )));
-            }
-            Some(_) => {}
-            None => {
-                self.refuse_if_overlay_unreadable(&state)?;
-                return Err(Refusal::new(
-                    RefusalKind::NotFound,
-                    format!("no store named '{name}'"),
-                ));
-            }
+        let managed = self
+            .fan()
+            .rows
+            .iter()
+            .find(|row| row.name == name)
+            .map(|row| row.managed);
+        if managed == Some(false) {
+            return Err(Refusal::bad_request(format!(
+                "'{name}' is a base (config) store - remove it from {}, not from here",
+                self.config.path.display()
+            )));
         }
         self.refuse_if_overlay_unreadable(&state)?;
+        if managed.is_none() {
+            return Err(Refusal::new(
+                RefusalKind::NotFound,
+                format!("no store named '{name}'"),
+            ));
+        }
         let entries: Vec<Value> = state
             .entries
             .iter()
             .filter(|entry| entry.get("name").and_then(Value::as_str).map(str::trim) != Some(name))
             .cloned()
             .collect();
-        self.write_overlay(&entries).await?;
-        state.entries = entries;
+        state.entries = self.write_overlay(entries).await?;
         let fan = build_fan(&self.config, &state.entries, None);
         let active = fan.bound.len();
         self.swap(fan);
@@ -190,12 +189,14 @@ impl Roster {
         }
     }
 
-    async fn write_overlay(&self, entries: &[Value]) -> Result<(), Refusal> {
+    /// Writes `entries` as the overlay and hands them back, or refuses with nothing changed.
+    async fn write_overlay(&self, entries: Vec<Value>) -> Result<Vec<Value>, Refusal> {
         let path: PathBuf = self.config.overlay_path.clone();
-        let entries = entries.to_vec();
-        let written = tokio::task::spawn_blocking(move || overlay::save(&path, &entries)).await;
+        let written =
+            tokio::task::spawn_blocking(move || overlay::save(&path, &entries).map(|()| entries))
+                .await;
         let error = match written {
-            Ok(Ok(())) => return Ok(()),
+            Ok(Ok(entries)) => return Ok(entries),
             Ok(Err(e)) => e.to_string(),
             Err(join) => format!("the writer stopped: {join}"),
         };

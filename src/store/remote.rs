@@ -36,8 +36,6 @@ pub enum Failure {
     TooLarge(usize),
     /// The body is not the JSON the protocol expects.
     Decode(String),
-    /// The store was not asked (loop guard, open circuit, ...).
-    NotAsked(String),
 }
 
 impl fmt::Display for Failure {
@@ -49,7 +47,6 @@ impl fmt::Display for Failure {
             Failure::Transport(why) => write!(f, "transport: {why}"),
             Failure::TooLarge(cap) => write!(f, "body over the {} KiB cap", cap / 1024),
             Failure::Decode(why) => write!(f, "decode: {}", truncate(why, 200)),
-            Failure::NotAsked(why) => f.write_str(why),
         }
     }
 }
