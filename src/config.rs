@@ -10,15 +10,22 @@
 //! This module does not read the runtime overlay (see `overlay`) and does not bind stores (see
 //! `roster`).
 
+use crate::keychain::{Keychain, Pointer};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The file name looked for in the working directory and in the platform config dir.
 pub const FILE_NAME: &str = "seren-corpus-callosum.yaml";
+/// How many stores the roster holds unless `federation.max_stores` says otherwise: far more than
+/// any fan a model gains from, few enough that one search cannot become a flood of calls.
+pub const DEFAULT_MAX_STORES: usize = 64;
+/// The highest `federation.max_stores` accepted.
+pub const MAX_MAX_STORES: usize = 1024;
 /// The overlay's file name, beside the config file.
 pub const OVERLAY_FILE_NAME: &str = "runtime-stores.json";
 
@@ -26,7 +33,6 @@ pub const OVERLAY_FILE_NAME: &str = "runtime-stores.json";
 /// still starts; each is named once in a warning.
 const PYTHON_ONLY_KEYS: &[&str] = &[
     "updates",
-    "server.bearer_token_keyring",
     "federation.fusion_mode",
     "federation.authority_margin",
     "federation.min_per_store",
@@ -100,6 +106,8 @@ pub struct Config {
     pub server: Server,
     pub tls: Tls,
     pub federation: Federation,
+    /// The keychain `*_keyring` pointers are read from (opened on first use).
+    pub keychain: Arc<Keychain>,
     /// Warnings found while loading (unknown keys, unused options), for the caller to log once.
     pub warnings: Vec<String>,
 }
@@ -109,19 +117,39 @@ pub struct Config {
 pub struct Server {
     pub host: String,
     pub port: u16,
-    /// The inbound bearer token; `None` means no auth.
+    /// The inbound bearer token; `None` means no auth (unless `token_error` is set).
     pub token: Option<Secret>,
+    /// Why the inbound token the configuration asks for could not be had (a keychain entry that
+    /// cannot be read, an unset variable). Nothing may serve HTTP then: `serve` exits 78, and a
+    /// router built anyway refuses every gated request.
+    pub token_error: Option<String>,
+    /// Where the inbound token comes from (never the token).
+    pub token_source: TokenSource,
     pub allow_open_lan: bool,
-    /// Extra `Host` header values `/mcp` accepts besides loopback names (a proxy's or a LAN name);
-    /// `*` turns the check off.
-    pub mcp_allowed_hosts: Vec<String>,
+    /// Extra `Host` names every route but `GET /health` accepts besides loopback names, the bound
+    /// address and IP literals (a proxy's or a LAN name); `*` turns the check off.
+    pub allowed_hosts: Vec<String>,
+    /// Web origins (`scheme://host[:port]`, lower case) allowed to call gated routes from a
+    /// browser, with CORS; empty means none but the listener's own.
+    pub allowed_origins: Vec<String>,
     /// Open connections held at once; more are closed as they arrive.
     pub max_connections: usize,
     /// Requests handled at once; more are answered 503 at once.
     pub max_in_flight: usize,
+    /// MCP sessions over HTTP held at once; one more closes the one idle longest.
+    pub max_mcp_sessions: usize,
     /// How long a connection may take to send a request's headers (and may sit idle between
     /// requests) before it is closed.
     pub header_timeout: Duration,
+}
+
+/// Where the inbound token comes from, as `check` and `GET /knobs` may say it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    None,
+    Inline,
+    Keychain(Pointer),
+    Env(String),
 }
 
 /// The `tls:` block.
@@ -144,6 +172,9 @@ pub struct Federation {
     pub per_store_timeout: Duration,
     /// The per-store circuit breaker.
     pub breaker: crate::health::BreakerSettings,
+    /// The most stores the roster holds (config and overlay together); more are skipped, and a
+    /// run-time add is refused.
+    pub max_stores: usize,
     /// The config file's stores, in file order.
     pub stores: Vec<Result<StoreEntry, Invalid>>,
 }
@@ -161,13 +192,15 @@ pub struct Invalid {
 pub struct StoreEntry {
     pub name: String,
     pub kind: String,
-    /// The base url, trimmed, without a trailing `/`.
-    pub url: String,
+    /// The base url, checked and parsed.
+    pub url: StoreUrl,
     pub weight: f64,
     pub floor: f64,
     pub enabled: bool,
     /// An inline outbound bearer token.
     pub token: Option<Secret>,
+    /// The keychain entry holding the outbound token.
+    pub token_keyring: Option<Pointer>,
     /// The name of an environment variable holding the outbound token.
     pub token_env: Option<String>,
     /// Overrides `federation.per_store_timeout_s` for this store.
@@ -179,16 +212,16 @@ pub struct StoreEntry {
 impl StoreEntry {
     /// Whether any outbound token pointer is set (what `GET /stores` shows as `auth`).
     pub fn has_auth(&self) -> bool {
-        self.token.is_some() || self.token_env.is_some()
+        self.token.is_some() || self.token_keyring.is_some() || self.token_env.is_some()
     }
 
-    /// The entry as the overlay stores it. The token is written as given: the overlay file is the
-    /// one place an outbound token added at run time can live (it is written with mode 0600).
+    /// The entry as the overlay stores it. An inline token is written as given (the overlay file is
+    /// written with mode 0600); a token kept in the keychain is written as its pointer only.
     pub fn to_json(&self) -> Value {
         let mut object = Map::new();
         object.insert("name".into(), self.name.clone().into());
         object.insert("type".into(), self.kind.clone().into());
-        object.insert("url".into(), self.url.clone().into());
+        object.insert("url".into(), self.url.as_str().into());
         object.insert("weight".into(), self.weight.into());
         object.insert("floor".into(), self.floor.into());
         if !self.enabled {
@@ -196,6 +229,9 @@ impl StoreEntry {
         }
         if let Some(token) = &self.token {
             object.insert("token".into(), token.expose().into());
+        }
+        if let Some(pointer) = &self.token_keyring {
+            object.insert("token_keyring".into(), pointer.to_string().into());
         }
         if let Some(name) = &self.token_env {
             object.insert("token_env".into(), name.clone().into());
@@ -222,6 +258,7 @@ pub struct RawStoreEntry {
     pub floor: Option<f64>,
     pub enabled: Option<bool>,
     pub token: Option<String>,
+    pub token_keyring: Option<String>,
     pub token_env: Option<String>,
     pub timeout_s: Option<f64>,
     pub options: Map<String, Value>,
@@ -246,7 +283,7 @@ impl<'de> Visitor<'de> for RawStoreEntryVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawStoreEntry, A::Error> {
         let mut entry = RawStoreEntry::default();
-        let (mut alias_token, mut alias_token_env) = (None, None);
+        let (mut alias_token, mut alias_token_keyring, mut alias_token_env) = (None, None, None);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "name" => entry.name = map.next_value::<Option<Scalar>>()?.map(|s| s.0),
@@ -257,7 +294,11 @@ impl<'de> Visitor<'de> for RawStoreEntryVisitor {
                 "enabled" => entry.enabled = map.next_value::<Option<Flag>>()?.map(|f| f.0),
                 "token" => entry.token = map.next_value()?,
                 "token_env" => entry.token_env = map.next_value()?,
+                "token_keyring" => entry.token_keyring = map.next_value()?,
                 "bearer_token" => alias_token = map.next_value::<Option<String>>()?,
+                "bearer_token_keyring" => {
+                    alias_token_keyring = map.next_value::<Option<String>>()?;
+                }
                 "bearer_token_env" => alias_token_env = map.next_value::<Option<String>>()?,
                 "timeout_s" => entry.timeout_s = map.next_value()?,
                 "options" => {
@@ -289,6 +330,11 @@ impl<'de> Visitor<'de> for RawStoreEntryVisitor {
         } else if alias_token_env.is_some() {
             entry.dropped.push("bearer_token_env".into());
         }
+        if non_blank(&entry.token_keyring).is_none() {
+            entry.token_keyring = alias_token_keyring;
+        } else if alias_token_keyring.is_some() {
+            entry.dropped.push("bearer_token_keyring".into());
+        }
         Ok(entry)
     }
 }
@@ -298,23 +344,28 @@ impl RawStoreEntry {
     /// value out of range, which the caller turns into a hard error (config) or a skip (overlay).
     pub fn check(self, place: &str) -> Result<Result<StoreEntry, Invalid>, String> {
         let name = non_blank(&self.name).map(str::to_owned);
-        let label = name.clone().unwrap_or_else(|| place.to_owned());
-        let missing = |field: &str| {
+        let skip = |name: &str, reason: String| {
             Ok(Err(Invalid {
-                name: label.clone(),
-                reason: format!("invalid entry: missing {field}"),
+                name: name.to_owned(),
+                reason: format!("invalid entry: {reason}"),
             }))
         };
         let Some(name) = name else {
-            return missing("name");
+            return skip(place, "missing name".into());
         };
+        // A name that breaks the rule is never echoed as the row's name: it may hold a newline
+        // that forges a log line, or bidi controls that make it read as something else.
+        if let Err(why) = check_name(&name) {
+            return skip(place, why);
+        }
         let Some(kind) = non_blank(&self.kind).map(str::to_owned) else {
-            return missing("type");
+            return skip(&name, "missing type".into());
         };
-        let Some(url) = non_blank(&self.url).map(normalize_url) else {
-            return missing("url");
+        let Some(url) = non_blank(&self.url) else {
+            return skip(&name, "missing url".into());
         };
-        let field = |f: &str, why: String| format!("store '{label}': {f} {why}");
+        let field = |f: &str, why: String| format!("store '{name}': {f} {why}");
+        let url = StoreUrl::parse(url).map_err(|why| field("url", why))?;
         let weight = self.weight.unwrap_or(1.0);
         if !(weight.is_finite() && weight > 0.0) {
             return Err(field(
@@ -330,9 +381,10 @@ impl RawStoreEntry {
             None => None,
             Some(t) => Some(positive_seconds(t).map_err(|why| field("timeout_s", why))?),
         };
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(field("url", "must start with http:// or https://".into()));
-        }
+        let token_keyring = match non_blank(&self.token_keyring) {
+            None => None,
+            Some(text) => Some(Pointer::parse(text).map_err(|why| field("token_keyring", why))?),
+        };
         Ok(Ok(StoreEntry {
             name,
             kind,
@@ -341,6 +393,7 @@ impl RawStoreEntry {
             floor,
             enabled: self.enabled.unwrap_or(true),
             token: self.token.and_then(Secret::new),
+            token_keyring,
             token_env: non_blank(&self.token_env).map(str::to_owned),
             timeout,
             options: self.options,
@@ -348,9 +401,109 @@ impl RawStoreEntry {
     }
 }
 
-/// Trims a url and drops its trailing slashes.
-pub fn normalize_url(url: &str) -> String {
-    url.trim().trim_end_matches('/').to_owned()
+/// The one name rule, for config, overlay and run-time stores alike: 1-64 of `A-Z a-z 0-9 . _ -`,
+/// not starting with `.` (so never `.` or `..`, which a url path or a file system reads as a
+/// step). It keeps names safe in urls, files, logs and the viewer.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let fits = (1..=64).contains(&name.len())
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if fits {
+        Ok(())
+    } else {
+        Err(format!(
+            "name {} must be 1-64 characters of A-Z a-z 0-9 . _ - and not start with '.'",
+            escaped(name)
+        ))
+    }
+}
+
+/// Text fit to quote in a message or a log line: printable ASCII as is, anything else (a newline,
+/// a bidi control, a tag) as `\u{..}`, cut at 80 characters.
+pub fn escaped(text: &str) -> String {
+    let mut out = String::from("'");
+    for (i, c) in text.chars().enumerate() {
+        if i == 80 {
+            out.push_str("...");
+            break;
+        }
+        if c.is_ascii_graphic() || c == ' ' {
+            out.push(c);
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// A store's base url, parsed as it will be called. The text is kept as given (trimmed, trailing
+/// `/` dropped) for the overlay; messages and `GET /stores` show [`StoreUrl::shown`], with any
+/// user-info and query hidden.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreUrl {
+    text: String,
+    parsed: url::Url,
+}
+
+impl StoreUrl {
+    /// Checks a url: `http` or `https`, a host, no backslash (WHATWG parsers read it as `/`, so
+    /// `http://a\@b` would be called at `a` while it reads as `b`), no whitespace or control
+    /// character, no `#fragment`. A query is kept and sent; a path is kept and the search path
+    /// goes after it.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim().trim_end_matches('/');
+        if text.contains('\\') {
+            return Err("must not contain a backslash".into());
+        }
+        if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err("must not contain spaces or control characters".into());
+        }
+        if !(text.starts_with("http://") || text.starts_with("https://")) {
+            return Err("must start with http:// or https://".into());
+        }
+        let parsed = url::Url::parse(text).map_err(|e| format!("is not a valid url ({e})"))?;
+        if parsed.host_str().is_none_or(str::is_empty) {
+            return Err("has no host".into());
+        }
+        if parsed.fragment().is_some() {
+            return Err("must not have a #fragment".into());
+        }
+        Ok(Self {
+            text: text.to_owned(),
+            parsed,
+        })
+    }
+
+    /// The url as written (trimmed, without a trailing `/`).
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The url fit for a message: `scheme://[***@]host[:port]/path[?***]`.
+    pub fn shown(&self) -> String {
+        let url = &self.parsed;
+        let user_info = if url.username().is_empty() && url.password().is_none() {
+            ""
+        } else {
+            "***@"
+        };
+        let host = url.host_str().unwrap_or_default();
+        let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+        let path = url.path().trim_end_matches('/');
+        let query = if url.query().is_some() { "?***" } else { "" };
+        format!("{}://{user_info}{host}{port}{path}{query}", url.scheme())
+    }
+
+    /// The url to call: this one's path, then `path` (which starts with `/`), then its query.
+    pub fn join(&self, path: &str) -> url::Url {
+        let mut url = self.parsed.clone();
+        let joined = format!("{}{path}", url.path().trim_end_matches('/'));
+        url.set_path(&joined);
+        url
+    }
 }
 
 fn non_blank(value: &Option<String>) -> Option<&str> {
@@ -456,10 +609,17 @@ struct FileServer {
     port: Option<u16>,
     bearer_token: Option<String>,
     bearer_token_env: Option<String>,
+    bearer_token_keyring: Option<String>,
+    /// Which keychain backend `*_keyring` pointers name (`auto` when absent).
+    keyring: Option<String>,
     allow_open_lan: Option<Flag>,
+    allowed_hosts: Option<Vec<String>>,
+    /// The name before the allow-list guarded every route; read as `allowed_hosts`.
     mcp_allowed_hosts: Option<Vec<String>>,
+    allowed_origins: Option<Vec<String>>,
     max_connections: Option<usize>,
     max_in_flight: Option<usize>,
+    max_mcp_sessions: Option<usize>,
     header_timeout_s: Option<f64>,
 }
 
@@ -479,6 +639,7 @@ struct FileFederation {
     breaker_failures: Option<u32>,
     breaker_cooldown_s: Option<f64>,
     breaker_max_cooldown_s: Option<f64>,
+    max_stores: Option<usize>,
     stores: Option<Vec<RawStoreEntry>>,
 }
 
@@ -557,6 +718,17 @@ impl Config {
         path: &Path,
         text: &str,
         env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        Self::parse_with(path, text, env, None)
+    }
+
+    /// As [`Config::parse`], reading keychain pointers from `keychain` (tests bring their own)
+    /// instead of the backend `server.keyring` names.
+    pub fn parse_with(
+        path: &Path,
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+        keychain: Option<Arc<Keychain>>,
     ) -> Result<Self, ConfigError> {
         let parse_error = |message: String| ConfigError::Parse {
             path: path.to_owned(),
@@ -661,12 +833,26 @@ impl Config {
                 }
                 stores.push(entry);
             }
+            let max_stores = f.max_stores.unwrap_or(DEFAULT_MAX_STORES);
+            if !(1..=MAX_MAX_STORES).contains(&max_stores) {
+                return Err(invalid(format!(
+                    "federation.max_stores must be within 1..={MAX_MAX_STORES}, got {max_stores}"
+                )));
+            }
+            if stores.len() > max_stores {
+                warnings.push(format!(
+                    "{}: {} stores but federation.max_stores is {max_stores}: the ones past it are skipped",
+                    path.display(),
+                    stores.len()
+                ));
+            }
             Federation {
                 k,
                 n_results,
                 fetch_multiplier,
                 per_store_timeout,
                 breaker,
+                max_stores,
                 stores,
             }
         };
@@ -676,56 +862,92 @@ impl Config {
             host: non_blank(&s.host).unwrap_or("127.0.0.1").to_owned(),
             port: s.port.unwrap_or(7423),
             token: None,
+            token_error: None,
+            token_source: TokenSource::None,
             allow_open_lan: s.allow_open_lan.is_some_and(|f| f.0),
-            mcp_allowed_hosts: s.mcp_allowed_hosts.unwrap_or_default(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
             max_connections: s.max_connections.unwrap_or(1024),
             max_in_flight: s.max_in_flight.unwrap_or(256),
+            max_mcp_sessions: s.max_mcp_sessions.unwrap_or(256),
             header_timeout: positive_seconds(s.header_timeout_s.unwrap_or(10.0))
                 .map_err(|why| invalid(format!("server.header_timeout_s {why}")))?,
         };
         for (key, value) in [
             ("server.max_connections", server.max_connections),
             ("server.max_in_flight", server.max_in_flight),
+            ("server.max_mcp_sessions", server.max_mcp_sessions),
         ] {
             if value == 0 {
                 return Err(invalid(format!("{key} must be at least 1, got 0")));
             }
         }
+        if s.mcp_allowed_hosts.is_some() {
+            warnings.push(format!(
+                "{}: server.mcp_allowed_hosts is now server.allowed_hosts (it guards every route, not only /mcp); read as such",
+                path.display()
+            ));
+        }
+        server.allowed_hosts = s
+            .allowed_hosts
+            .into_iter()
+            .chain(s.mcp_allowed_hosts)
+            .flatten()
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .collect();
+        let origins = s.allowed_origins.unwrap_or_default();
+        server.allowed_origins = check_origins(origins.iter().map(String::as_str))
+            .map_err(|why| invalid(format!("server.allowed_origins: {why}")))?;
         let mut inline = s.bearer_token;
+        let mut token_keyring = s.bearer_token_keyring;
         let mut token_env = s.bearer_token_env;
+        let mut keyring = s.keyring;
         let mut tls = Tls {
             trust_system_store: file.tls.trust_system_store.is_some_and(|f| f.0),
         };
 
-        // Environment overrides: later wins over the file.
-        if let Some(host) = env("SEREN_SCC_HOST").filter(|h| !h.trim().is_empty()) {
+        // Environment overrides: later wins over the file. A variable set to nothing (an unset
+        // template variable, `FOO=` in a unit file) is no override: it must never turn auth off.
+        let var = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+        if let Some(host) = var("SEREN_SCC_HOST") {
             server.host = host.trim().to_owned();
         }
-        if let Some(port) = env("SEREN_SCC_PORT").filter(|p| !p.trim().is_empty()) {
+        if let Some(port) = var("SEREN_SCC_PORT") {
             server.port = port.trim().parse().map_err(|_| ConfigError::Env {
                 name: "SEREN_SCC_PORT",
                 message: format!("expected a port number 0..=65535, got {port:?}"),
             })?;
         }
-        if let Some(hosts) = env("SEREN_SCC_MCP_ALLOWED_HOSTS") {
-            server.mcp_allowed_hosts = hosts
-                .split(',')
-                .map(str::trim)
-                .filter(|h| !h.is_empty())
-                .map(str::to_owned)
-                .collect();
+        if let Some(hosts) =
+            var("SEREN_SCC_ALLOWED_HOSTS").or_else(|| var("SEREN_SCC_MCP_ALLOWED_HOSTS"))
+        {
+            server.allowed_hosts = comma_list(&hosts);
         }
-        if let Some(token) = env("SEREN_SCC_BEARER_TOKEN") {
+        if let Some(origins) = var("SEREN_SCC_ALLOWED_ORIGINS") {
+            server.allowed_origins = check_origins(comma_list(&origins).iter().map(String::as_str))
+                .map_err(|message| ConfigError::Env {
+                    name: "SEREN_SCC_ALLOWED_ORIGINS",
+                    message,
+                })?;
+        }
+        if let Some(token) = var("SEREN_SCC_BEARER_TOKEN") {
             inline = Some(token);
         }
-        if let Some(name) = env("SEREN_SCC_BEARER_TOKEN_ENV") {
+        if let Some(pointer) = var("SEREN_SCC_BEARER_TOKEN_KEYRING") {
+            token_keyring = Some(pointer);
+        }
+        if let Some(name) = var("SEREN_SCC_BEARER_TOKEN_ENV") {
             token_env = Some(name);
+        }
+        if let Some(name) = var("SEREN_SCC_KEYRING") {
+            keyring = Some(name);
         }
         for (name, target) in [
             ("SEREN_SCC_ALLOW_OPEN_LAN", &mut server.allow_open_lan),
             ("SEREN_SCC_TRUST_SYSTEM_STORE", &mut tls.trust_system_store),
         ] {
-            if let Some(value) = env(name) {
+            if let Some(value) = var(name) {
                 *target = parse_flag(&value).ok_or_else(|| ConfigError::Env {
                     name,
                     message: format!("expected 1/true/yes/on or 0/false/no/off, got {value:?}"),
@@ -733,17 +955,48 @@ impl Config {
             }
         }
 
-        // Token precedence, as in the Python family: inline, then the named variable.
-        server.token = inline.and_then(Secret::new);
-        if server.token.is_none()
-            && let Some(name) = non_blank(&token_env)
-        {
-            server.token = env(name).and_then(Secret::new);
-            if server.token.is_none() {
-                warnings.push(format!(
-                    "server.bearer_token_env names {name}, which is not set: no inbound auth"
-                ));
+        let keychain = match keychain {
+            Some(keychain) => keychain,
+            None => {
+                let backend = crate::keychain::Backend::parse(keyring.as_deref().unwrap_or(""))
+                    .map_err(|why| invalid(format!("server.keyring: {why}")))?;
+                Arc::new(Keychain::new(backend))
             }
+        };
+        let token_keyring = match non_blank(&token_keyring) {
+            None => None,
+            Some(text) => Some(
+                Pointer::parse(text)
+                    .map_err(|why| invalid(format!("server.bearer_token_keyring: {why}")))?,
+            ),
+        };
+        // Token precedence, as in the Python family: inline, then the keychain, then the named
+        // variable. Unlike Python it fails closed: a token the file asks for and that cannot be
+        // had is an error (`serve` refuses to start), never a service without auth.
+        server.token_source = if non_blank(&inline).is_some() {
+            TokenSource::Inline
+        } else if let Some(pointer) = token_keyring {
+            TokenSource::Keychain(pointer)
+        } else if let Some(name) = non_blank(&token_env) {
+            TokenSource::Env(name.to_owned())
+        } else {
+            TokenSource::None
+        };
+        let resolved = match &server.token_source {
+            TokenSource::None => Ok(None),
+            TokenSource::Inline => Ok(inline.and_then(Secret::new)),
+            TokenSource::Keychain(pointer) => keychain
+                .get(pointer)
+                .map(Some)
+                .map_err(|e| format!("server.bearer_token_keyring: {e}")),
+            TokenSource::Env(name) => var(name)
+                .and_then(Secret::new)
+                .map(Some)
+                .ok_or_else(|| format!("server.bearer_token_env names {name}, which is not set")),
+        };
+        match resolved {
+            Ok(token) => server.token = token,
+            Err(why) => server.token_error = Some(why),
         }
 
         Ok(Config {
@@ -753,6 +1006,7 @@ impl Config {
             server,
             tls,
             federation,
+            keychain,
             warnings,
         })
     }
@@ -762,6 +1016,23 @@ impl Config {
         // Parsing an empty document with an empty environment cannot fail: every default is valid.
         Self::parse(path, "", &|_| None).expect("the defaults are a valid configuration")
     }
+}
+
+/// Splits a comma-separated list, dropping blanks.
+fn comma_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Checks and normalizes configured web origins.
+fn check_origins<'a>(origins: impl Iterator<Item = &'a str>) -> Result<Vec<String>, String> {
+    origins
+        .filter(|o| !o.trim().is_empty())
+        .map(crate::guard::check_origin_setting)
+        .collect()
 }
 
 /// Reads a `server.host` as loopback when it is `localhost`, `::1` or any `127.*` address.
@@ -898,7 +1169,7 @@ mod tests {
             .collect();
         assert_eq!(names, ["facts", "episodic", "project-xyz"]);
         let episodic = config.federation.stores[1].as_ref().unwrap();
-        assert_eq!(episodic.url, "http://localhost:7420");
+        assert_eq!(episodic.url.as_str(), "http://localhost:7420");
         assert_eq!(episodic.weight, 1.0);
         assert_eq!(episodic.floor, 0.0);
         assert!(episodic.enabled);
@@ -911,12 +1182,7 @@ mod tests {
         )
         .unwrap();
         let joined = config.warnings.join("\n");
-        for key in [
-            "updates",
-            "federation.fusion_mode",
-            "federation.hops",
-            "server.bearer_token_keyring",
-        ] {
+        for key in ["updates", "federation.fusion_mode", "federation.hops"] {
             assert!(
                 joined.contains(&format!("'{key}'")),
                 "no warning for {key}: {joined}"
@@ -1080,11 +1346,11 @@ mod tests {
         assert!(config.server.allow_open_lan);
         assert_eq!(config.server.token.as_ref().unwrap().expose(), "s3cret");
         let hosts = parse_env(
-            "server:\n  mcp_allowed_hosts: [a.example]\n",
-            &[("SEREN_SCC_MCP_ALLOWED_HOSTS", " b.example, ,c.example")],
+            "server:\n  allowed_hosts: [a.example]\n",
+            &[("SEREN_SCC_ALLOWED_HOSTS", " b.example, ,c.example")],
         )
         .unwrap();
-        assert_eq!(hosts.server.mcp_allowed_hosts, ["b.example", "c.example"]);
+        assert_eq!(hosts.server.allowed_hosts, ["b.example", "c.example"]);
         assert_eq!(config.overlay_path, Path::new("/tmp/o.json"));
 
         let inline = parse_env(
@@ -1106,9 +1372,327 @@ mod tests {
             .to_string();
         assert!(err.contains("SEREN_SCC_ALLOW_OPEN_LAN"), "{err}");
 
+        // A variable the file names but nobody set fails closed: no token, and an error that
+        // stops `serve` (a service that silently runs open is the hole this guards).
         let unset = parse("server:\n  bearer_token_env: NOPE_NOT_SET\n").unwrap();
         assert!(unset.server.token.is_none());
-        assert!(unset.warnings.iter().any(|w| w.contains("NOPE_NOT_SET")));
+        assert_eq!(
+            unset.server.token_error.as_deref(),
+            Some("server.bearer_token_env names NOPE_NOT_SET, which is not set")
+        );
+    }
+
+    #[test]
+    fn an_empty_variable_is_no_override() {
+        // `SEREN_SCC_BEARER_TOKEN=` (an unset template variable) once replaced the file's token
+        // with nothing, which turned auth off.
+        let config = parse_env(
+            "server:\n  bearer_token: file-token\n  allow_open_lan: true\n  allowed_hosts: [a.example]\n",
+            &[
+                ("SEREN_SCC_BEARER_TOKEN", ""),
+                ("SEREN_SCC_BEARER_TOKEN_ENV", "  "),
+                ("SEREN_SCC_ALLOW_OPEN_LAN", ""),
+                ("SEREN_SCC_ALLOWED_HOSTS", ""),
+                ("SEREN_SCC_HOST", " "),
+                ("SEREN_SCC_PORT", ""),
+                ("SEREN_SCC_RUNTIME_STORES", ""),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.server.token.unwrap().expose(), "file-token");
+        assert!(config.server.allow_open_lan);
+        assert_eq!(config.server.allowed_hosts, ["a.example"]);
+        assert_eq!(config.server.host, "127.0.0.1");
+        assert_eq!(config.server.port, 7423);
+    }
+
+    #[test]
+    fn the_host_and_origin_lists() {
+        let config = parse(
+            "server:\n  mcp_allowed_hosts: [old.example]\n  allowed_hosts: [new.example]\n  allowed_origins: ['https://App.example/', 'http://localhost:3000']\n",
+        )
+        .unwrap();
+        assert_eq!(config.server.allowed_hosts, ["new.example", "old.example"]);
+        assert!(
+            config
+                .warnings
+                .iter()
+                .any(|w| w.contains("mcp_allowed_hosts is now server.allowed_hosts")),
+            "{:?}",
+            config.warnings
+        );
+        assert_eq!(
+            config.server.allowed_origins,
+            ["https://app.example", "http://localhost:3000"]
+        );
+        let old = parse_env("", &[("SEREN_SCC_MCP_ALLOWED_HOSTS", "x.lan")]).unwrap();
+        assert_eq!(old.server.allowed_hosts, ["x.lan"]);
+        let message = error("server:\n  allowed_origins: ['app.example']\n");
+        assert!(
+            message.contains("server.allowed_origins") && message.contains("scheme://host"),
+            "{message}"
+        );
+        let message = error("server:\n  allowed_origins: ['*']\n");
+        assert!(message.contains("every web page"), "{message}");
+        let err = parse_env(
+            "",
+            &[("SEREN_SCC_ALLOWED_ORIGINS", "https://ok.example,/nope")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("SEREN_SCC_ALLOWED_ORIGINS") && err.contains("/nope"),
+            "{err}"
+        );
+    }
+
+    /// A keychain in memory, for the precedence rules; the real backends are tested against the
+    /// kernel keyring and GNOME Keyring in `tests/keychain.rs` and `tests/keychain/`.
+    struct Memory(std::sync::Mutex<std::collections::HashMap<Pointer, String>>);
+
+    impl crate::keychain::Store for Memory {
+        fn get(&self, pointer: &Pointer) -> Result<Secret, crate::keychain::KeychainError> {
+            self.0
+                .lock()
+                .unwrap()
+                .get(pointer)
+                .and_then(|s| Secret::new(s.clone()))
+                .ok_or_else(|| crate::keychain::KeychainError::NotFound(pointer.clone()))
+        }
+        fn set(
+            &self,
+            pointer: &Pointer,
+            secret: &Secret,
+        ) -> Result<(), crate::keychain::KeychainError> {
+            self.0
+                .lock()
+                .unwrap()
+                .insert(pointer.clone(), secret.expose().to_owned());
+            Ok(())
+        }
+        fn delete(&self, pointer: &Pointer) -> Result<(), crate::keychain::KeychainError> {
+            self.0.lock().unwrap().remove(pointer);
+            Ok(())
+        }
+        fn persistent(&self) -> bool {
+            true
+        }
+        fn name(&self) -> &'static str {
+            "memory"
+        }
+    }
+
+    fn with_keychain(text: &str, vars: &[(&str, &str)], entries: &[(&str, &str)]) -> Config {
+        let map = entries
+            .iter()
+            .map(|(p, s)| (Pointer::parse(p).unwrap(), s.to_string()))
+            .collect();
+        let keychain = Arc::new(Keychain::with_store(Arc::new(Memory(
+            std::sync::Mutex::new(map),
+        ))));
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::parse_with(
+            Path::new("/etc/scc/seren-corpus-callosum.yaml"),
+            text,
+            &move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+            Some(keychain),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn inbound_token_precedence_is_inline_then_keychain_then_env() {
+        let keyed = &[("scc/inbound", "from-keychain")];
+        let env = &[("MY_TOKEN", "from-env")];
+        let all = "server:\n  bearer_token: inline\n  bearer_token_keyring: scc/inbound\n  bearer_token_env: MY_TOKEN\n";
+        let token = |c: Config| {
+            (
+                c.server.token.map(|t| t.expose().to_owned()),
+                c.server.token_error,
+            )
+        };
+        assert_eq!(
+            token(with_keychain(all, env, keyed)),
+            (Some("inline".into()), None)
+        );
+        let no_inline =
+            "server:\n  bearer_token_keyring: scc/inbound\n  bearer_token_env: MY_TOKEN\n";
+        let config = with_keychain(no_inline, env, keyed);
+        assert_eq!(
+            config.server.token_source,
+            TokenSource::Keychain(Pointer::parse("scc/inbound").unwrap())
+        );
+        assert_eq!(token(config), (Some("from-keychain".into()), None));
+        // The keychain entry is missing: that fails closed, and never falls through to the env.
+        assert_eq!(
+            token(with_keychain(no_inline, env, &[])),
+            (
+                None,
+                Some("server.bearer_token_keyring: keychain entry 'scc/inbound' not found".into())
+            )
+        );
+        let env_only = "server:\n  bearer_token_env: MY_TOKEN\n";
+        assert_eq!(
+            token(with_keychain(env_only, env, keyed)),
+            (Some("from-env".into()), None)
+        );
+        // The environment names the pointer too, and wins over the file's.
+        let config = with_keychain(
+            "server:\n  bearer_token_keyring: scc/nope\n",
+            &[("SEREN_SCC_BEARER_TOKEN_KEYRING", "scc/inbound")],
+            keyed,
+        );
+        assert_eq!(token(config), (Some("from-keychain".into()), None));
+        let message = error("server:\n  bearer_token_keyring: just-a-name\n");
+        assert!(
+            message.contains("server.bearer_token_keyring") && message.contains("service/user"),
+            "{message}"
+        );
+        let message = error("server:\n  keyring: vault\n");
+        assert!(message.contains("server.keyring"), "{message}");
+    }
+
+    #[test]
+    fn store_keychain_pointers_are_read_with_their_alias() {
+        let config = parse(
+            "federation:\n  stores:\n    - name: a\n      type: seren_loci\n      url: http://x\n      bearer_token_keyring: loci/a\n    - name: b\n      type: seren_loci\n      url: http://x\n      token_keyring: loci/b\n      bearer_token_keyring: loci/ignored\n",
+        )
+        .unwrap();
+        let stores: Vec<_> = config
+            .federation
+            .stores
+            .iter()
+            .map(|s| s.as_ref().unwrap())
+            .collect();
+        assert_eq!(
+            stores[0].token_keyring,
+            Some(Pointer::parse("loci/a").unwrap())
+        );
+        assert_eq!(
+            stores[1].token_keyring,
+            Some(Pointer::parse("loci/b").unwrap())
+        );
+        assert!(stores[0].has_auth() && stores[0].options.is_empty());
+        assert!(
+            config
+                .warnings
+                .iter()
+                .any(|w| w.contains("'bearer_token_keyring' ignored")),
+            "{:?}",
+            config.warnings
+        );
+        let message = error(
+            "federation:\n  stores:\n    - name: a\n      type: seren_loci\n      url: http://x\n      token_keyring: nope\n",
+        );
+        assert!(message.contains("store 'a': token_keyring"), "{message}");
+        assert_eq!(
+            stores[0].to_json()["token_keyring"],
+            "loci/a",
+            "the overlay keeps the pointer"
+        );
+    }
+
+    #[test]
+    fn one_name_rule_for_every_store() {
+        for good in ["facts", "a.b_c-1", "7", "off", "_x", "A"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            ".",
+            "..",
+            ".hidden",
+            "",
+            "a b",
+            "a\nb",
+            "a\u{202e}b",
+            "<b>x</b>",
+            "é",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_name(&"a".repeat(64)).is_ok());
+        assert!(check_name(&"a".repeat(65)).is_err());
+        // In the YAML, a bad name skips the entry; the row is labelled by its place and the name
+        // is quoted escaped, so a newline cannot forge a log line.
+        let config = parse(
+            "federation:\n  stores:\n    - name: \"evil\\nINFO forged\"\n      type: seren_loci\n      url: http://x\n    - name: \"a\\u202eb\"\n      type: seren_loci\n      url: http://x\n    - name: '..'\n      type: seren_loci\n      url: http://x\n",
+        )
+        .unwrap();
+        let invalid: Vec<_> = config
+            .federation
+            .stores
+            .iter()
+            .map(|s| s.as_ref().unwrap_err().clone())
+            .collect();
+        assert_eq!(invalid[0].name, "federation.stores[0]");
+        assert_eq!(
+            invalid[0].reason,
+            "invalid entry: name 'evil\\u{a}INFO forged' must be 1-64 characters of A-Z a-z 0-9 . _ - and not start with '.'"
+        );
+        assert!(
+            invalid[1].reason.contains("'a\\u{202e}b'"),
+            "{}",
+            invalid[1].reason
+        );
+        assert_eq!(invalid[2].name, "federation.stores[2]");
+        for entry in &invalid {
+            assert!(!entry.reason.contains('\n') && !entry.reason.contains('\u{202e}'));
+        }
+    }
+
+    #[test]
+    fn store_urls_are_called_as_they_read() {
+        let url = |text: &str| StoreUrl::parse(text);
+        // A backslash reads as part of the name but is called as a path separator.
+        assert_eq!(
+            url("http://127.0.0.1:18004\\@evil").unwrap_err(),
+            "must not contain a backslash"
+        );
+        let with_query = url("http://host:9/base/?api_key=X").unwrap();
+        assert_eq!(with_query.as_str(), "http://host:9/base/?api_key=X");
+        assert_eq!(with_query.shown(), "http://host:9/base?***");
+        assert_eq!(
+            with_query.join("/search").as_str(),
+            "http://host:9/base/search?api_key=X"
+        );
+        let with_user = url("https://user:pw@host/").unwrap();
+        assert_eq!(with_user.as_str(), "https://user:pw@host");
+        assert_eq!(with_user.shown(), "https://***@host");
+        assert_eq!(with_user.join("/search").path(), "/search");
+        assert_eq!(url("http://h/p@x").unwrap().shown(), "http://h/p@x");
+        assert_eq!(
+            url("http://h").unwrap().join("/search").as_str(),
+            "http://h/search"
+        );
+        for (bad, why) in [
+            ("ftp://x", "http:// or https://"),
+            ("http://", "http:// or https://"),
+            ("http://:80", "valid url"),
+            ("http://a b", "spaces"),
+            ("http://h/#frag", "fragment"),
+            ("http://[::1", "valid url"),
+        ] {
+            let error = url(bad).unwrap_err();
+            assert!(error.contains(why), "{bad}: {error}");
+        }
+        let message = error(
+            "federation:\n  stores:\n    - name: f\n      type: seren_loci\n      url: 'http://a\\@b'\n",
+        );
+        assert!(
+            message.contains("store 'f': url must not contain a backslash"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn the_roster_cap_is_a_checked_setting() {
+        assert_eq!(parse("").unwrap().federation.max_stores, DEFAULT_MAX_STORES);
+        assert!(error("federation:\n  max_stores: 0\n").contains("federation.max_stores"));
+        assert!(error("federation:\n  max_stores: 5000\n").contains("1..=1024"));
+        assert!(error("server:\n  max_mcp_sessions: 0\n").contains("server.max_mcp_sessions"));
     }
 
     #[test]

@@ -51,7 +51,7 @@ impl AppState {
 }
 
 /// An error answer: a status and a `detail` safe to show.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub status: StatusCode,
     pub detail: String,
@@ -82,8 +82,15 @@ impl IntoResponse for ApiError {
 
 /// The whole REST surface. Tests drive it in-process or on a loopback listener.
 pub fn router(state: AppState) -> Router {
-    // The inbound bearer token, as the configuration names it; `None` means no auth.
-    let token = state.federation.config().server.token.clone();
+    let server = &state.federation.config().server;
+    // The inbound bearer token, as the configuration names it; `None` means no auth. A token the
+    // configuration asks for but could not read (`serve` refuses to start then) must not mean "no
+    // auth" either: a random one nobody knows takes its place, so every gated route answers 401.
+    let token = match &server.token_error {
+        Some(_) => Secret::new(mint_request_id() + &mint_request_id()),
+        None => server.token.clone(),
+    };
+    let guard = Arc::new(crate::guard::Guard::new(server));
     let in_flight = Arc::new(Semaphore::new(
         state.federation.config().server.max_in_flight,
     ));
@@ -96,10 +103,14 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn(crate::guard::json_bodies))
         // Auth wraps every route, the fallback included: a route is gated unless `is_public`
         // names it, so a route added later cannot be left open by forgetting a layer.
         .layer(middleware::from_fn_with_state(token, require_token))
         .layer(middleware::from_fn_with_state(in_flight, limit_in_flight))
+        // Outside auth and the in-flight cap: a page in a browser is refused before anything else
+        // looks at its request, and a CORS preflight (which carries no token) is answered here.
+        .layer(middleware::from_fn_with_state(guard, crate::guard::layer))
         .layer(middleware::from_fn(request_id))
 }
 

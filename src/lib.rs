@@ -8,6 +8,7 @@
 //!
 //! The modules, in reading order (ARCHITECTURE.md has the map and the invariants):
 //! - [`config`]: the YAML file plus `SEREN_SCC_*` overrides, parsed into a validated [`config::Config`].
+//! - [`keychain`]: the OS keychain that `*_keyring` token pointers name.
 //! - [`overlay`]: the machine-managed `runtime-stores.json` beside it.
 //! - [`store`]: one [`store::Protocol`] per store type and the shared HTTP call to a store.
 //! - [`metadata`]: a hit's metadata kept as one JSON text, written once, passed through.
@@ -16,6 +17,7 @@
 //! - [`health`]: per-store call records and the circuit breaker that reads them.
 //! - [`api`]: the wire types both edges speak.
 //! - [`federation`]: the one core both edges call: fan out, collect failures, fuse, answer.
+//! - [`guard`]: what keeps web pages out: the Host allow-list, the Origin check, JSON-only bodies.
 //! - [`http`]: the REST routes, auth, and request ids.
 //! - [`listener`]: the accept loop: connection cap with idle eviction, header timeout, graceful drain.
 //! - [`mcp`]: the four MCP tools over stdio and streamable HTTP (the only module that knows rmcp).
@@ -26,8 +28,10 @@ pub mod config;
 pub mod demo;
 pub mod federation;
 pub mod fusion;
+pub mod guard;
 pub mod health;
 pub mod http;
+pub mod keychain;
 pub mod listener;
 pub mod mcp;
 pub mod metadata;

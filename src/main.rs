@@ -178,9 +178,17 @@ fn apply_bind_overrides(config: &mut Config, args: &ServeArgs) {
     }
 }
 
-/// Refuses an open bind with no token (exit 78) and says plainly how exposed any other bind is.
+/// Refuses an open bind with no token, or a token the configuration asks for and that cannot be
+/// read (exit 78), and says plainly how exposed any other bind is.
 fn check_exposure(config: &Config) -> Result<(), ExitCode> {
     let server = &config.server;
+    if let Some(why) = &server.token_error {
+        eprintln!(
+            "REFUSING TO START: the inbound bearer token cannot be had: {why}.\n\
+             Fix the keychain entry or the variable, or remove the setting to serve without a token."
+        );
+        return Err(ExitCode::from(EXIT_CONFIG));
+    }
     let at = format!("{}:{}", server.host, server.port);
     match server.exposure() {
         Exposure::Loopback => {
@@ -340,12 +348,27 @@ async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&answer)?);
+    let out = if args.json {
+        serde_json::to_string_pretty(&answer)? + "\n"
     } else {
-        print!("{}", render_table(&answer));
-    }
+        render_table(&answer)
+    };
+    emit(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a command's output to stdout. A reader that went away (`| head -1`) is not an error: the
+/// output was wanted only that far, so the command ends quietly with its own exit code.
+fn emit(out: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
 }
 
 /// The answer as a table a person can read: one line per hit with its provenance, then what
@@ -409,13 +432,18 @@ fn or_none(text: &str) -> &str {
 }
 
 /// Exit codes of `check`: 0 all bound stores answered, 2 some store failed or was skipped,
-/// 78 the configuration is invalid.
+/// 78 the configuration is invalid (an inbound token it asks for cannot be read, say).
 async fn check(args: ConfigArg) -> anyhow::Result<ExitCode> {
+    use seren_corpus_callosum::config::TokenSource;
+    use std::fmt::Write;
     let config = match load_config(&args) {
         Ok(config) => config,
         Err(code) => return Ok(code),
     };
-    println!(
+    // Writing to a String cannot fail.
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "config:  {} ({})",
         config.path.display(),
         if config.exists {
@@ -424,14 +452,28 @@ async fn check(args: ConfigArg) -> anyhow::Result<ExitCode> {
             "not found: an empty federation"
         }
     );
-    println!("overlay: {}", config.overlay_path.display());
+    let _ = writeln!(out, "overlay: {}", config.overlay_path.display());
+    let auth = match &config.server.token_source {
+        TokenSource::None => "none (no inbound token)".to_owned(),
+        TokenSource::Inline => "inbound token inline".to_owned(),
+        TokenSource::Keychain(pointer) => format!(
+            "inbound token from the keychain entry '{pointer}' ({})",
+            config.keychain.describe()
+        ),
+        TokenSource::Env(name) => format!("inbound token from ${name}"),
+    };
+    let _ = writeln!(out, "auth:    {auth}");
+    let token_error = config.server.token_error.clone();
+    if let Some(why) = &token_error {
+        let _ = writeln!(out, "error:   {why}; serve refuses to start");
+    }
     for warning in &config.warnings {
-        println!("warning: {warning}");
+        let _ = writeln!(out, "warning: {warning}");
     }
     let federation = Federation::new(config)?;
     let stores = federation.stores();
     if let Some(error) = &stores.overlay_error {
-        println!("overlay error: {error}");
+        let _ = writeln!(out, "overlay error: {error}");
     }
     let answer = match federation
         .search("seren-corpus-callosum check", Some(1), 0)
@@ -454,12 +496,15 @@ async fn check(args: ConfigArg) -> anyhow::Result<ExitCode> {
             ("skipped", reason.to_owned())
         };
         healthy &= matches!(word, "ok" | "disabled");
-        println!("{word:<8} {} ({kind}): {detail}", row.name);
+        let _ = writeln!(out, "{word:<8} {} ({kind}): {detail}", row.name);
     }
     if stores.stores.is_empty() {
-        println!("no stores configured");
+        let _ = writeln!(out, "no stores configured");
     }
-    Ok(if healthy {
+    emit(&out)?;
+    Ok(if token_error.is_some() {
+        ExitCode::from(EXIT_CONFIG)
+    } else if healthy {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)

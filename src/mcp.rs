@@ -7,7 +7,7 @@
 //! with the same message REST gives, never a protocol error.
 
 use crate::api::{Added, Refusal, Removed, SearchAnswer, Stores, decode_value};
-use crate::config::{NewStore, Server};
+use crate::config::NewStore;
 use crate::federation::Federation;
 use rmcp::handler::server::common::schema_for_input;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -288,33 +288,6 @@ pub async fn serve_stdio(federation: Arc<Federation>) -> Result<(), StdioError> 
     Ok(())
 }
 
-/// The `Host` header values `/mcp` accepts: loopback names, the bound host (unless it is a
-/// wildcard), and the configured extras. `*` among the extras turns the check off (behind a proxy
-/// that rewrites Host, say).
-pub fn allowed_hosts(server: &Server) -> Option<Vec<String>> {
-    if server.mcp_allowed_hosts.iter().any(|h| h == "*") {
-        return None;
-    }
-    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
-        .map(str::to_owned)
-        .to_vec();
-    let bound = server
-        .host
-        .trim()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    let bound = (!matches!(bound, "0.0.0.0" | "::" | "")).then(|| bound.to_owned());
-    for host in bound
-        .into_iter()
-        .chain(server.mcp_allowed_hosts.iter().cloned())
-    {
-        if !hosts.contains(&host) {
-            hosts.push(host);
-        }
-    }
-    Some(hosts)
-}
-
 /// MCP over streamable HTTP, as a service to mount at `/mcp` (it answers on any path it is given).
 /// Cancelling `shutdown` ends every session and open stream, so the server's graceful shutdown
 /// never waits on them.
@@ -322,13 +295,13 @@ pub fn http_service(
     federation: Arc<Federation>,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<CallosumMcp, LocalSessionManager> {
-    let mut config = StreamableHttpServerConfig::default()
+    // The Host and Origin checks are the guard's (`guard.rs`), which wraps `/mcp` like every
+    // other route: one list, one check, so rmcp's own copies are turned off.
+    let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
-        .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES);
-    config = match allowed_hosts(&federation.config().server) {
-        Some(hosts) => config.with_allowed_hosts(hosts),
-        None => config.disable_allowed_hosts(),
-    };
+        .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES)
+        .disable_allowed_hosts()
+        .disable_allowed_origins();
     StreamableHttpService::new(
         move || Ok(CallosumMcp::new(federation.clone())),
         LocalSessionManager::default().into(),
@@ -382,28 +355,5 @@ mod tests {
         let schema = serde_json::Value::Object(search.input_schema.as_ref().clone());
         assert_eq!(schema["required"], serde_json::json!(["query"]));
         assert_eq!(schema["properties"]["n_results"]["type"], "integer");
-    }
-
-    #[test]
-    fn allowed_hosts_extend_loopback() {
-        let mut server = crate::config::Config::empty(std::path::Path::new("x.yaml")).server;
-        assert_eq!(
-            allowed_hosts(&server).unwrap(),
-            ["localhost", "127.0.0.1", "::1"]
-        );
-        server.host = "0.0.0.0".into();
-        server.mcp_allowed_hosts = vec!["callosum.lan".into()];
-        assert_eq!(
-            allowed_hosts(&server).unwrap(),
-            ["localhost", "127.0.0.1", "::1", "callosum.lan"]
-        );
-        server.host = "10.0.0.5".into();
-        assert!(
-            allowed_hosts(&server)
-                .unwrap()
-                .contains(&"10.0.0.5".to_owned())
-        );
-        server.mcp_allowed_hosts.push("*".into());
-        assert_eq!(allowed_hosts(&server), None);
     }
 }

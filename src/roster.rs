@@ -6,7 +6,8 @@
 //! file is written first, and only when that succeeds is the new fan swapped in.
 
 use crate::api::{Refusal, RefusalKind, StoreRow};
-use crate::config::{Config, Invalid, NewStore, RawStoreEntry, Secret, StoreEntry, normalize_url};
+use crate::config::{Config, Invalid, NewStore, RawStoreEntry, Secret, StoreEntry};
+use crate::keychain::Pointer;
 use crate::overlay;
 use crate::store::{self, Remote};
 use serde_json::Value;
@@ -122,19 +123,39 @@ impl Roster {
 
     /// Adds a managed store: checks it, writes the overlay, then fans it from the next search.
     pub async fn add(&self, new: NewStore) -> Result<usize, Refusal> {
-        let entry = check_new_store(new)?;
+        let mut entry = check_new_store(new)?;
         let mut state = self.overlay.lock().await;
         self.refuse_if_overlay_unreadable(&state)?;
-        if self.fan().rows.iter().any(|row| row.name == entry.name) {
+        let fan = self.fan();
+        if fan.rows.iter().any(|row| row.name == entry.name) {
             return Err(Refusal::new(
                 RefusalKind::Conflict,
                 format!("a store named '{}' already exists", entry.name),
             ));
         }
+        let cap = self.config.federation.max_stores;
+        if fan.rows.len() >= cap {
+            return Err(Refusal::new(
+                RefusalKind::Conflict,
+                format!(
+                    "the roster is full: {cap} stores (federation.max_stores); remove one first, or raise the cap in {}",
+                    self.config.path.display()
+                ),
+            ));
+        }
+        let kept = self.keep_token(&mut entry).await;
         let mut entries = state.entries.clone();
         entries.push(entry.to_json());
-        state.entries = self.write_overlay(entries).await?;
-        let fan = build_fan(&self.config, &state.entries, None);
+        let written = self.write_overlay(entries).await;
+        let Ok(written) = written else {
+            // Nothing changed, so the keychain entry made for this store must go too.
+            if let Some(pointer) = kept {
+                self.forget_token(pointer).await;
+            }
+            return written.map(|_| 0);
+        };
+        state.entries = written;
+        let fan = self.rebuild(&state.entries).await;
         let active = fan.bound.len();
         self.swap(fan);
         tracing::info!(store = %entry.name, kind = %entry.kind, active, "store added");
@@ -163,18 +184,85 @@ impl Roster {
                 format!("no store named '{name}'"),
             ));
         }
+        let is_this =
+            |entry: &Value| entry.get("name").and_then(Value::as_str).map(str::trim) == Some(name);
+        // The keychain entry the callosum made for this store goes with it; one a person made
+        // (any other pointer) is theirs, and stays.
+        let ours = state
+            .entries
+            .iter()
+            .filter(|entry| is_this(entry))
+            .filter_map(|entry| entry.get("token_keyring").and_then(Value::as_str))
+            .filter_map(|text| Pointer::parse(text).ok())
+            .find(|pointer| pointer.is_ours(name));
         let entries: Vec<Value> = state
             .entries
             .iter()
-            .filter(|entry| entry.get("name").and_then(Value::as_str).map(str::trim) != Some(name))
+            .filter(|entry| !is_this(entry))
             .cloned()
             .collect();
         state.entries = self.write_overlay(entries).await?;
-        let fan = build_fan(&self.config, &state.entries, None);
+        let fan = self.rebuild(&state.entries).await;
         let active = fan.bound.len();
         self.swap(fan);
+        if let Some(pointer) = ours {
+            self.forget_token(pointer).await;
+        }
         tracing::info!(store = %name, active, "store removed");
         Ok(active)
+    }
+
+    /// Binds every store again over `entries`, off the async threads: binding may read the
+    /// keychain, which blocks (D-Bus, a system API).
+    async fn rebuild(&self, entries: &[Value]) -> Fan {
+        let config = self.config.clone();
+        let entries = entries.to_vec();
+        let built = tokio::task::spawn_blocking(move || build_fan(&config, &entries, None)).await;
+        // The closure does not panic (binding reports every problem as a skip); were it to, the
+        // panic is the bug to see, so it is passed on.
+        built.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
+    }
+
+    /// Moves a new store's inline token into the keychain when a persistent one is at hand, so the
+    /// overlay holds only the pointer. Without one, or when the keychain refuses, the token stays
+    /// inline (the overlay is mode 0600): it is never dropped.
+    async fn keep_token(&self, entry: &mut StoreEntry) -> Option<Pointer> {
+        let secret = entry.token.clone()?;
+        let keychain = self.config.keychain.clone();
+        let name = entry.name.clone();
+        let kept = tokio::task::spawn_blocking(move || keychain.keep(&name, &secret)).await;
+        match kept {
+            Ok(Ok(Some(pointer))) => {
+                entry.token = None;
+                entry.token_keyring = Some(pointer.clone());
+                Some(pointer)
+            }
+            Ok(Ok(None)) => {
+                tracing::info!(store = %entry.name, "no persistent keychain: the store's token is kept in the runtime overlay (mode 0600)");
+                None
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(store = %entry.name, %error, "the keychain did not take the store's token; it is kept in the runtime overlay (mode 0600)");
+                None
+            }
+            Err(join) => {
+                tracing::warn!(store = %entry.name, error = %join, "the keychain writer stopped; the token is kept in the runtime overlay (mode 0600)");
+                None
+            }
+        }
+    }
+
+    /// Deletes a keychain entry the callosum made, best effort: a failure is logged, not fatal.
+    async fn forget_token(&self, pointer: Pointer) {
+        let keychain = self.config.keychain.clone();
+        let target = pointer.clone();
+        match tokio::task::spawn_blocking(move || keychain.forget(&target)).await {
+            Ok(Ok(())) => tracing::debug!(entry = %pointer, "keychain entry removed"),
+            Ok(Err(error)) => tracing::warn!(%error, "keychain entry not removed"),
+            Err(join) => {
+                tracing::warn!(entry = %pointer, error = %join, "keychain entry not removed")
+            }
+        }
     }
 
     fn refuse_if_overlay_unreadable(&self, state: &OverlayState) -> Result<(), Refusal> {
@@ -211,18 +299,12 @@ impl Roster {
     }
 }
 
-/// The name rule for stores added at run time: it keeps names safe in urls, files and logs.
-fn valid_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
-/// Checks a store to add, in the order the Python service checks (blank fields first).
+/// Checks a store to add, in the order the Python service checks (blank fields first). The rules
+/// themselves (name, url, ranges) are the config's, so a store added at run time and one written
+/// in the YAML are held to the same ones.
 pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
     let name = new.name.trim().to_owned();
-    let url = normalize_url(&new.url);
+    let url = new.url.trim().to_owned();
     let kind = new.kind.trim().to_owned();
     if name.is_empty() {
         return Err(Refusal::bad_request("name is required"));
@@ -230,17 +312,9 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
     if url.is_empty() {
         return Err(Refusal::bad_request("url is required"));
     }
-    if !valid_name(&name) {
-        return Err(Refusal::bad_request(format!(
-            "name '{name}' must be 1-64 characters of A-Z a-z 0-9 . _ -"
-        )));
-    }
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(Refusal::bad_request(format!(
-            "url must start with http:// or https://, got '{}'",
-            redact_url(&url)
-        )));
-    }
+    crate::config::check_name(&name).map_err(Refusal::bad_request)?;
+    crate::config::StoreUrl::parse(&url)
+        .map_err(|why| Refusal::bad_request(format!("url {why}")))?;
     if store::known_options(&kind).is_none() {
         return Err(Refusal::bad_request(store::unknown_type(&kind)));
     }
@@ -257,20 +331,6 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
         Ok(Ok(entry)) => Ok(entry),
         Ok(Err(invalid)) => Err(Refusal::bad_request(invalid.reason)),
         Err(message) => Err(Refusal::bad_request(message)),
-    }
-}
-
-/// A url fit for a message: its user-info (which may hold a password) is dropped.
-pub fn redact_url(url: &str) -> String {
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            match rest[..authority_end].rfind('@') {
-                Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
-                None => url.to_owned(),
-            }
-        }
-        None => url.to_owned(),
     }
 }
 
@@ -329,10 +389,15 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
                 continue;
             }
         };
+        let cap = config.federation.max_stores;
         let status = if !names.insert(entry.name.clone()) {
             Status::Skipped(format!(
                 "duplicate name: a store named '{}' comes earlier",
                 entry.name
+            ))
+        } else if fan.rows.len() >= cap {
+            Status::Skipped(format!(
+                "the roster is full: federation.max_stores is {cap}"
             ))
         } else if !entry.enabled {
             Status::Disabled
@@ -353,7 +418,7 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
         }
         fan.rows.push(StoreRow {
             auth: entry.has_auth(),
-            url: redact_url(&entry.url),
+            url: entry.url.shown(),
             name: entry.name,
             kind: entry.kind,
             weight: entry.weight,
@@ -370,15 +435,23 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
 fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
     let protocol = store::build(&entry.kind, &entry.options)?;
     let path = store::search_path(&entry.options)?;
-    let token = match (&entry.token, &entry.token_env) {
-        (Some(token), _) => Some(token.clone()),
-        (None, Some(name)) => Some(
+    // Precedence as for the inbound token: inline, then the keychain, then the named variable. A
+    // pointer that leads nowhere skips the store: it is never called without the token it needs.
+    let token = match (&entry.token, &entry.token_keyring, &entry.token_env) {
+        (Some(token), _, _) => Some(token.clone()),
+        (None, Some(pointer), _) => Some(
+            config
+                .keychain
+                .get(pointer)
+                .map_err(|e| format!("token_keyring: {e}"))?,
+        ),
+        (None, None, Some(name)) => Some(
             std::env::var(name)
                 .ok()
                 .and_then(Secret::new)
                 .ok_or_else(|| format!("token_env {name} is not set"))?,
         ),
-        (None, None) => None,
+        (None, None, None) => None,
     };
     let timeout: Duration = entry.timeout.unwrap_or(config.federation.per_store_timeout);
     Ok(Bound {
@@ -386,7 +459,7 @@ fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
         kind: entry.kind.clone(),
         weight: entry.weight,
         floor: entry.floor,
-        remote: Remote::new(format!("{}{path}", entry.url), token, protocol, timeout),
+        remote: Remote::new(entry.url.join(&path), token, protocol, timeout),
     })
 }
 
@@ -562,12 +635,5 @@ mod tests {
             check("a", "seren_loci", "http://x", None, Some(2.0)),
             "floor",
         );
-    }
-
-    #[test]
-    fn urls_lose_their_credentials_in_messages() {
-        assert_eq!(redact_url("http://user:pw@host:1/p"), "http://***@host:1/p");
-        assert_eq!(redact_url("http://host/p@x"), "http://host/p@x");
-        assert_eq!(redact_url("http://host"), "http://host");
     }
 }

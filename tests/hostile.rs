@@ -193,6 +193,7 @@ async fn deep_and_huge_bodies_are_refused_cleanly() {
     let response = callosum
         .client
         .post(format!("{}/search", callosum.url))
+        .header("content-type", "application/json")
         .body(deep)
         .send()
         .await
@@ -231,6 +232,7 @@ async fn post_raw(callosum: &Callosum, body: String) -> (u16, Value) {
     let response = callosum
         .client
         .post(format!("{}/search", callosum.url))
+        .header("content-type", "application/json")
         .body(body)
         .send()
         .await

@@ -53,10 +53,11 @@ async fn bad_search_requests_name_the_field() {
         let detail = answer["detail"].as_str().unwrap_or_default();
         assert!(detail.contains(needle), "{needle}: {detail}");
     }
-    // Not JSON at all, and a body over the 64 KiB cap.
+    // Not JSON at all (said to be JSON), and a body over the 64 KiB cap.
     let client = &callosum.client;
     let response = client
         .post(format!("{}/search", callosum.url))
+        .header("content-type", "application/json")
         .body("query=cuda")
         .send()
         .await
@@ -66,6 +67,7 @@ async fn bad_search_requests_name_the_field() {
     assert_eq!(detail["detail"], "invalid body: expected a JSON object");
     let response = client
         .post(format!("{}/search", callosum.url))
+        .header("content-type", "application/json")
         .body(vec![b' '; 70 * 1024])
         .send()
         .await
@@ -212,8 +214,8 @@ async fn roster_changes_are_refused_with_the_documented_codes() {
         (json!({"name": "a", "type": "seren_loci", "url": " "}), 400, "url is required".into()),
         (json!({"name": "a", "type": "quantum_brain", "url": "http://x"}), 400,
             "unknown store type 'quantum_brain'; known types: [\"seren_callosum\", \"seren_loci\", \"seren_memory\"]".into()),
-        (json!({"name": "a", "type": "seren_loci", "url": "gopher://x"}), 400, "url must start with http:// or https://, got 'gopher://x'".into()),
-        (json!({"name": "a/b", "type": "seren_loci", "url": "http://x"}), 400, "name 'a/b' must be 1-64 characters of A-Z a-z 0-9 . _ -".into()),
+        (json!({"name": "a", "type": "seren_loci", "url": "gopher://x"}), 400, "url must start with http:// or https://".into()),
+        (json!({"name": "a/b", "type": "seren_loci", "url": "http://x"}), 400, "name 'a/b' must be 1-64 characters of A-Z a-z 0-9 . _ - and not start with '.'".into()),
         (json!({"name": "a", "type": "seren_loci", "url": "http://x", "weight": -1}), 400, "store 'a': weight must be a finite number > 0, got -1".into()),
         (json!({"name": "a", "type": "seren_loci", "url": "http://x", "floor": 3}), 400, "store 'a': floor must be within 0..=1, got 3".into()),
         (json!({"name": "a", "type": "seren_loci", "url": "http://x", "weight": "heavy"}), 422, "invalid body: weight: invalid type: string \"heavy\", expected f64".into()),

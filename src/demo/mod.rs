@@ -17,7 +17,7 @@ mod request;
 #[cfg(test)]
 mod tests;
 
-use crate::config::{Config, StoreEntry};
+use crate::config::{Config, StoreEntry, StoreUrl};
 use axum::Router;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -102,21 +102,23 @@ async fn serve(
 pub fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Result<()> {
     config.federation.stores = stores
         .iter()
-        .map(|store| {
-            Ok(StoreEntry {
+        .map(|store| -> io::Result<_> {
+            Ok(Ok(StoreEntry {
                 name: store.name.to_owned(),
                 kind: store.kind.to_owned(),
-                url: store.url.clone(),
+                // A loopback url this module just formatted: it always parses.
+                url: StoreUrl::parse(&store.url).map_err(io::Error::other)?,
                 weight: 1.0,
                 floor: 0.0,
                 enabled: true,
                 token: None,
+                token_keyring: None,
                 token_env: None,
                 timeout: None,
                 options: serde_json::Map::new(),
-            })
+            }))
         })
-        .collect();
+        .collect::<io::Result<_>>()?;
     let from_env = std::env::var("SEREN_SCC_RUNTIME_STORES")
         .ok()
         .filter(|p| !p.trim().is_empty());

@@ -53,8 +53,8 @@ impl fmt::Display for Failure {
 
 /// One bound store's way of being called.
 pub struct Remote {
-    /// The full search url (base url + search path). Never put into a message.
-    url: String,
+    /// The full search url (base url + search path + query). Never put into a message.
+    url: url::Url,
     token: Option<Secret>,
     protocol: Box<dyn Protocol>,
     timeout: Duration,
@@ -72,7 +72,7 @@ impl fmt::Debug for Remote {
 
 impl Remote {
     pub fn new(
-        url: String,
+        url: url::Url,
         token: Option<Secret>,
         protocol: Box<dyn Protocol>,
         timeout: Duration,
@@ -112,7 +112,7 @@ impl Remote {
         let body = Bytes::from(serde_json::to_vec(&body).expect("a JSON value always serializes"));
         let send = || {
             let mut request = client
-                .post(&self.url)
+                .post(self.url.clone())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .header(reqwest::header::ACCEPT, "application/json")
                 .header(DEPTH_HEADER, depth + 1)

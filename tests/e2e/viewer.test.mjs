@@ -10,7 +10,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -464,6 +465,134 @@ describe('The Bridge against a demo that requires a bearer token', () => {
       page.assertClean();
     } finally {
       await context.close();
+    }
+  });
+});
+
+// ---- a page from another origin ---------------------------------------------------------------
+
+/**
+ * Serves one attacker page on 127.0.0.2 (another origin on loopback, as a site in another tab would
+ * be) that targets `target`. Resolves to the page's url and a stop function.
+ */
+function serveAttacker(target) {
+  const page = `<!doctype html><meta charset="utf-8"><title>attacker</title>
+<iframe name="sink" id="sink"></iframe>
+<form id="csrf" method="POST" action="${target}/stores" enctype="text/plain" target="sink">
+  <input name='{"name":"attacker-form","type":"seren_memory","url":"http://127.0.0.2:9","x":"' value='"}'>
+</form>
+<script>
+const T = ${JSON.stringify(target)};
+window.__results = {};
+const store = (name) => JSON.stringify({ name, type: 'seren_memory', url: 'http://127.0.0.2:9' });
+async function attack() {
+  const r = window.__results;
+  // 1. A "simple" request: no preflight, the response is opaque, but the body would arrive.
+  try {
+    await fetch(T + '/stores', { method: 'POST', mode: 'no-cors', headers: { 'content-type': 'text/plain' }, body: store('attacker-nocors') });
+    r.nocors = 'sent';
+  } catch (e) { r.nocors = 'error: ' + e.message; }
+  // 2. Reading a search answer (needs CORS: a preflight first).
+  try {
+    const response = await fetch(T + '/search', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: 'jetpack' }) });
+    r.search = 'read: ' + (await response.text());
+  } catch (e) { r.search = 'blocked'; }
+  // 3. Reading the roster with a plain GET (no preflight; the answer must not be readable).
+  try {
+    const response = await fetch(T + '/stores');
+    r.stores = 'read: ' + (await response.text());
+  } catch (e) { r.stores = 'blocked'; }
+  // 4. A form post with a JSON-looking text/plain body, into a hidden frame.
+  await new Promise((resolve) => {
+    document.getElementById('sink').addEventListener('load', resolve, { once: true });
+    document.getElementById('csrf').submit();
+  });
+  r.form = 'submitted';
+  r.done = true;
+}
+attack();
+</script>`;
+  const server = http.createServer((request, response) => {
+    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    response.end(page);
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.2', () => {
+      resolve({ url: `http://127.0.0.2:${server.address().port}/`, stop: () => new Promise((done) => server.close(done)) });
+    });
+  });
+}
+
+/** GET /stores from Node (no Origin: not a browser), as the names in the roster. */
+async function rosterNames(base) {
+  const response = await fetch(`${base}/stores`);
+  assert.equal(response.status, 200);
+  return (await response.json()).stores.map((s) => s.name);
+}
+
+describe('A page on another origin cannot use the callosum', () => {
+  let demo;
+  let overlay;
+  before(async () => {
+    overlay = path.join(mkdtempSync(path.join(os.tmpdir(), 'scc-e2e-overlay-')), 'runtime-stores.json');
+    demo = await startDemo({ SEREN_SCC_RUNTIME_STORES: overlay, SEREN_SCC_LOG: 'info,seren_corpus_callosum=debug' });
+  });
+  after(async () => {
+    if (demo) await demo.stop();
+    rmSync(path.dirname(overlay), { recursive: true, force: true });
+  });
+
+  test('no-cors fetch, text/plain form and cross-origin reads are refused; the viewer still works', { timeout: TEST_MS }, async () => {
+    const before = await rosterNames(demo.url);
+    const attacker = await serveAttacker(demo.url);
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      page.setDefaultTimeout(UI_MS);
+      await page.goto(attacker.url);
+      await page.waitForFunction(() => window.__results && window.__results.done, null, { timeout: UI_MS });
+      const results = await page.evaluate(() => window.__results);
+
+      // The requests reached the callosum (the browser did not stop them for us) and were refused:
+      // its own request log (SEREN_SCC_LOG=debug) says what came and what it answered.
+      const seen = demo.log
+        .map((line) => /request method=(\S+) path=(\S+) status=(\d+)/.exec(line))
+        .filter(Boolean)
+        .map(([, method, where, status]) => `${method} ${where} ${status}`);
+      assert.equal(seen.filter((s) => s === 'POST /stores 403').length, 2, `the no-cors and form posts: ${seen.join(', ')}`);
+      assert.ok(seen.includes('OPTIONS /search 403'), `the preflight was refused: ${seen.join(', ')}`);
+      assert.ok(!seen.some((s) => s.startsWith('POST /search')), 'no search was sent after the refused preflight');
+      assert.ok(seen.includes('GET /stores 403'), seen.join(', '));
+      // Nothing was read.
+      assert.equal(results.search, 'blocked');
+      assert.equal(results.stores, 'blocked');
+      // Nothing was added: the live roster and the overlay file are as they were.
+      assert.deepEqual(await rosterNames(demo.url), before);
+      assert.ok(!existsSync(overlay) || JSON.parse(readFileSync(overlay, 'utf8')).length === 0, 'the overlay is unchanged');
+      await shot(page, 'attacker-page');
+
+      // The viewer on its own origin still searches and adds (then removes) a store.
+      const viewer = await context.newPage();
+      viewer.setDefaultTimeout(UI_MS);
+      await viewer.goto(`${demo.url}/viewer`);
+      await viewer.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      const answer = await search(viewer, 'jetpack');
+      assert.ok(answer.hits.length > 0);
+      await viewer.getByRole('tab', { name: 'Stores' }).click();
+      await viewer.getByRole('button', { name: '+ Add store' }).click();
+      await viewer.locator('#add-form').getByLabel('Name').fill('same-origin');
+      await viewer.locator('#add-form').getByLabel('Type').selectOption('seren_memory');
+      await viewer.locator('#add-form').getByLabel('URL').fill('http://127.0.0.1:9');
+      const added = waitForApi(viewer, 'POST', '/stores');
+      await viewer.getByRole('button', { name: 'Add store', exact: true }).click();
+      assert.equal((await added).status(), 200);
+      await viewer.locator('#roster li.store[data-store="same-origin"]').waitFor();
+      assert.ok((await rosterNames(demo.url)).includes('same-origin'));
+      assert.deepEqual(JSON.parse(readFileSync(overlay, 'utf8')).map((s) => s.name), ['same-origin']);
+    } finally {
+      await context.close();
+      await attacker.stop();
     }
   });
 });

@@ -5,6 +5,7 @@
 
 pub mod fault;
 pub mod mcp;
+pub mod process;
 
 use axum::Router;
 use axum::body::Bytes;

@@ -1,0 +1,544 @@
+//! The browser guard: what keeps web pages in the user's own browser away from a service that
+//! listens on loopback with no token.
+//!
+//! A page on any site can send requests to `127.0.0.1`; the browser lets it *send* "simple"
+//! requests (a form post, a `no-cors` fetch with `text/plain`) without asking anyone, and a page on
+//! a name the attacker re-points at `127.0.0.1` (DNS rebinding) can even *read* the answers. Three
+//! checks close that, all in one layer that wraps every route, `/mcp` and the viewer included:
+//!
+//! 1. **Host**: the `Host` header must name this service: a loopback name, the bound address, an
+//!    IP literal, or one of `server.allowed_hosts`. Rebinding needs the attacker's own DNS name in
+//!    `Host`, so an IP literal is safe to accept. `GET /health` is exempt, so probes that send a
+//!    container's or a balancer's name keep working.
+//! 2. **Origin**: on every gated route, a request that carries an `Origin` other than the
+//!    listener's own (or one of `server.allowed_origins`), or says `Sec-Fetch-Site: cross-site`, is
+//!    refused. Clients that are not browsers send neither header and are unaffected.
+//! 3. **Content type** ([`json_bodies`], inside auth): a request with a body (POST, PUT, PATCH)
+//!    must say `application/json`, which a page cannot send cross-origin without a CORS preflight
+//!    this service never grants (unless origins are configured, and then only to those).
+//!
+//! CORS headers are sent only when `server.allowed_origins` names origins, and then only to them.
+//! This module decides; it never reads a body and knows nothing of the routes but [`is_public`].
+
+use crate::config::Server;
+use crate::http::{ApiError, is_public};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
+/// The names every listener answers to, whatever it binds.
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+/// Request headers a configured origin may send (what the viewer, REST and MCP clients use).
+const CORS_ALLOW_HEADERS: &str = "authorization, content-type, accept, x-request-id, \
+    mcp-session-id, mcp-protocol-version, last-event-id";
+const CORS_ALLOW_METHODS: &str = "GET, POST, DELETE, OPTIONS";
+/// Response headers a configured origin's script may read.
+const CORS_EXPOSE_HEADERS: &str = "x-request-id, mcp-session-id, www-authenticate, retry-after";
+
+/// The checks, built once from the `server:` block.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    /// The `Host` names accepted besides IP literals; `None` turns the check off (`*`).
+    hosts: Option<Vec<String>>,
+    /// Extra origins allowed to call gated routes, as `scheme://host[:port]`, lower case.
+    origins: Vec<String>,
+}
+
+/// Why the guard refused a request: a status and a message that names the setting to change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub status: StatusCode,
+    pub detail: String,
+}
+
+impl Guard {
+    /// The guard a `server:` block asks for.
+    pub fn new(server: &Server) -> Self {
+        let hosts = if server.allowed_hosts.iter().any(|h| h.trim() == "*") {
+            None
+        } else {
+            let mut hosts: Vec<String> = LOOPBACK_NAMES.map(str::to_owned).to_vec();
+            let bound = normalize_host(&server.host);
+            let extras = server.allowed_hosts.iter().map(|h| host_of(h));
+            for host in std::iter::once(bound).chain(extras) {
+                if !host.is_empty() && !is_wildcard(&host) && !hosts.contains(&host) {
+                    hosts.push(host);
+                }
+            }
+            Some(hosts)
+        };
+        Self {
+            hosts,
+            origins: server.allowed_origins.clone(),
+        }
+    }
+
+    /// The `Host` names accepted besides IP literals (`None`: any).
+    pub fn hosts(&self) -> Option<&[String]> {
+        self.hosts.as_deref()
+    }
+
+    /// Checks the `Host` header. A request without one cannot come from a browser (every browser
+    /// sends it), so it passes.
+    pub fn check_host(&self, headers: &HeaderMap) -> Result<(), Refused> {
+        let Some(hosts) = &self.hosts else {
+            return Ok(());
+        };
+        let Some(value) = headers.get(header::HOST) else {
+            return Ok(());
+        };
+        let host = value.to_str().map(host_of).unwrap_or_default();
+        if hosts.contains(&host) || host.parse::<std::net::IpAddr>().is_ok() {
+            return Ok(());
+        }
+        Err(Refused {
+            status: StatusCode::FORBIDDEN,
+            detail: format!(
+                "Host {} is not allowed (a guard against DNS rebinding); to serve it, add it to \
+                 server.allowed_hosts or SEREN_SCC_ALLOWED_HOSTS",
+                shown(value.as_bytes())
+            ),
+        })
+    }
+
+    /// Checks `Origin` and `Sec-Fetch-Site` for a gated route. `Ok(Some(origin))` is a configured
+    /// cross-origin caller, whose answer carries CORS headers.
+    pub fn check_origin(&self, headers: &HeaderMap) -> Result<Option<String>, Refused> {
+        let origin = headers.get(header::ORIGIN);
+        let configured = origin
+            .and_then(|o| o.to_str().ok())
+            .map(normalize_origin)
+            .filter(|o| self.origins.contains(o));
+        if configured.is_some() {
+            return Ok(configured);
+        }
+        if let Some(origin) = origin
+            && !is_own_origin(origin, headers.get(header::HOST))
+        {
+            return Err(Refused {
+                status: StatusCode::FORBIDDEN,
+                detail: format!(
+                    "cross-origin request from {} refused; to allow a web app on that origin, add \
+                     it to server.allowed_origins or SEREN_SCC_ALLOWED_ORIGINS",
+                    shown(origin.as_bytes())
+                ),
+            });
+        }
+        let cross_site = headers
+            .get("sec-fetch-site")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"cross-site"));
+        if cross_site {
+            return Err(Refused {
+                status: StatusCode::FORBIDDEN,
+                detail: "cross-site request refused (Sec-Fetch-Site: cross-site); to allow a web \
+                         app, add its origin to server.allowed_origins"
+                    .into(),
+            });
+        }
+        Ok(None)
+    }
+
+    /// The answer to a CORS preflight from a configured origin.
+    fn preflight(&self, origin: &str, headers: &HeaderMap) -> Response {
+        let mut response = StatusCode::NO_CONTENT.into_response();
+        let out = response.headers_mut();
+        // `origin` was checked to be one of the configured origins, which are valid header text.
+        if let Ok(value) = HeaderValue::from_str(origin) {
+            out.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
+        }
+        out.insert(
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static(CORS_ALLOW_METHODS),
+        );
+        out.insert(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static(CORS_ALLOW_HEADERS),
+        );
+        out.insert(
+            header::ACCESS_CONTROL_MAX_AGE,
+            HeaderValue::from_static("600"),
+        );
+        // Chromium's Private Network Access asks before a public page may call a private address.
+        if headers.contains_key("access-control-request-private-network") {
+            out.insert(
+                "access-control-allow-private-network",
+                HeaderValue::from_static("true"),
+            );
+        }
+        out.insert(
+            header::VARY,
+            HeaderValue::from_static(
+                "origin, access-control-request-method, access-control-request-headers",
+            ),
+        );
+        response
+    }
+}
+
+/// Whether a request with this method must carry a JSON body's content type.
+fn reads_a_body(method: &Method) -> bool {
+    matches!(*method, Method::POST | Method::PUT | Method::PATCH)
+}
+
+/// Checks that a body is declared `application/json` (parameters such as `charset` allowed).
+pub fn check_content_type(headers: &HeaderMap) -> Result<(), Refused> {
+    let value = headers.get(header::CONTENT_TYPE);
+    let is_json = value
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or_default().trim())
+        .is_some_and(|essence| essence.eq_ignore_ascii_case("application/json"));
+    if is_json {
+        return Ok(());
+    }
+    let got = value.map_or_else(|| "none".to_owned(), |v| shown(v.as_bytes()));
+    Err(Refused {
+        status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        detail: format!("Content-Type must be application/json; got {got}"),
+    })
+}
+
+/// Refuses a body that is not declared JSON. Layered inside auth, so a caller without the token
+/// hears 401 first, whatever it sent.
+pub async fn json_bodies(request: Request, next: Next) -> Response {
+    if reads_a_body(request.method())
+        && let Err(refused) = check_content_type(request.headers())
+    {
+        return refuse(refused);
+    }
+    next.run(request).await
+}
+
+/// The layer itself: host, then preflight, then origin (gated routes).
+pub async fn layer(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let headers = request.headers();
+    let probe = path == "/health" && matches!(method, Method::GET | Method::HEAD);
+    if !probe && let Err(refused) = guard.check_host(headers) {
+        return refuse(refused);
+    }
+    if method == Method::OPTIONS
+        && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+        && let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok())
+    {
+        let origin = normalize_origin(origin);
+        if guard.origins.contains(&origin) {
+            return guard.preflight(&origin, headers);
+        }
+    }
+    let mut cors_origin = None;
+    if !is_public(&method, &path) {
+        match guard.check_origin(headers) {
+            Ok(origin) => cors_origin = origin,
+            Err(refused) => return refuse(refused),
+        }
+    }
+    let mut response = next.run(request).await;
+    if !guard.origins.is_empty() {
+        let out = response.headers_mut();
+        out.append(header::VARY, HeaderValue::from_static("origin"));
+        if let Some(origin) = cors_origin.and_then(|o| HeaderValue::from_str(&o).ok()) {
+            out.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+            out.insert(
+                header::ACCESS_CONTROL_EXPOSE_HEADERS,
+                HeaderValue::from_static(CORS_EXPOSE_HEADERS),
+            );
+        }
+    }
+    response
+}
+
+fn refuse(refused: Refused) -> Response {
+    let mut response = ApiError {
+        status: refused.status,
+        detail: refused.detail,
+    }
+    .into_response();
+    // Answered before any body was read: the connection will not carry another request cleanly.
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Whether `origin` is this listener's own: the scheme and exactly the authority the request was
+/// sent to (`Host`). The scheme is not compared: behind a TLS proxy the page is `https` while the
+/// listener speaks plain HTTP, and a page on the same host and port is this service either way.
+fn is_own_origin(origin: &HeaderValue, host: Option<&HeaderValue>) -> bool {
+    let (Ok(origin), Some(Ok(host))) = (origin.to_str(), host.map(HeaderValue::to_str)) else {
+        return false;
+    };
+    let origin = origin.trim().to_ascii_lowercase();
+    let authority = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    authority == Some(host.trim().to_ascii_lowercase().as_str())
+}
+
+/// The host part of a `Host` header value or a configured name, lower case, without port,
+/// brackets or a trailing root dot: `[::1]:7423` → `::1`, `Callosum.LAN.:80` → `callosum.lan`.
+pub fn host_of(value: &str) -> String {
+    let value = value.trim();
+    let host = if let Some(rest) = value.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        match value.rsplit_once(':') {
+            // One colon followed by digits is a port; more colons is a bare IPv6 address.
+            Some((host, port))
+                if !host.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                host
+            }
+            _ => value,
+        }
+    };
+    host.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// A bind address as a host name: brackets dropped, lower case.
+fn normalize_host(host: &str) -> String {
+    host.trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
+}
+
+fn is_wildcard(host: &str) -> bool {
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_unspecified())
+}
+
+/// An origin as compared: lower case, no trailing slash.
+pub fn normalize_origin(origin: &str) -> String {
+    origin.trim().trim_end_matches('/').to_ascii_lowercase()
+}
+
+/// Checks one configured origin: `http://` or `https://`, a host, an optional port, nothing else.
+pub fn check_origin_setting(origin: &str) -> Result<String, String> {
+    let normalized = normalize_origin(origin);
+    let authority = normalized
+        .strip_prefix("http://")
+        .or_else(|| normalized.strip_prefix("https://"));
+    match authority {
+        Some(a) if !a.is_empty() && !a.contains(['/', '?', '#', '@', ' ', '*']) => Ok(normalized),
+        _ if normalized == "*" => Err(
+            "'*' is not accepted: it would let every web page call this service; name each origin"
+                .into(),
+        ),
+        _ => Err(format!(
+            "{origin:?} is not an origin; write scheme://host[:port], as https://app.example"
+        )),
+    }
+}
+
+/// A header value fit to quote in a message: printable ASCII, cut short, in quotes.
+fn shown(value: &[u8]) -> String {
+    let text: String = value
+        .iter()
+        .take(100)
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    let cut = if value.len() > 100 { "..." } else { "" };
+    format!("'{text}{cut}'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(host: &str, hosts: &[&str], origins: &[&str]) -> Server {
+        let mut server = crate::config::Config::empty(std::path::Path::new("x.yaml")).server;
+        server.host = host.into();
+        server.allowed_hosts = hosts.iter().map(|h| h.to_string()).collect();
+        server.allowed_origins = origins.iter().map(|o| normalize_origin(o)).collect();
+        server
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn host_names_are_read_without_port_brackets_case_or_root_dot() {
+        for (value, host) in [
+            ("localhost:7423", "localhost"),
+            ("LOCALHOST", "localhost"),
+            ("[::1]:7423", "::1"),
+            ("::1", "::1"),
+            ("127.0.0.1:80", "127.0.0.1"),
+            ("Callosum.LAN.:8443", "callosum.lan"),
+            ("rebind.attacker.example:7423", "rebind.attacker.example"),
+        ] {
+            assert_eq!(host_of(value), host, "{value}");
+        }
+    }
+
+    #[test]
+    fn the_host_list_is_loopback_the_bound_address_and_the_extras() {
+        let guard = Guard::new(&server("127.0.0.1", &[], &[]));
+        assert_eq!(guard.hosts().unwrap(), ["localhost", "127.0.0.1", "::1"]);
+        let guard = Guard::new(&server("0.0.0.0", &["Callosum.lan:7423"], &[]));
+        assert_eq!(
+            guard.hosts().unwrap(),
+            ["localhost", "127.0.0.1", "::1", "callosum.lan"]
+        );
+        let guard = Guard::new(&server("box.lan", &[], &[]));
+        assert!(guard.hosts().unwrap().contains(&"box.lan".to_owned()));
+        assert!(
+            Guard::new(&server("127.0.0.1", &["*"], &[]))
+                .hosts()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn foreign_names_are_refused_and_ip_literals_pass() {
+        let guard = Guard::new(&server("127.0.0.1", &["callosum.lan"], &[]));
+        for ok in [
+            "localhost:7423",
+            "127.0.0.1:7423",
+            "[::1]:7423",
+            "callosum.lan",
+            "192.168.1.5:7423",
+            "[fe80::1]",
+        ] {
+            assert!(guard.check_host(&headers(&[("host", ok)])).is_ok(), "{ok}");
+        }
+        assert!(guard.check_host(&HeaderMap::new()).is_ok(), "no Host");
+        let refused = guard
+            .check_host(&headers(&[("host", "rebind.attacker.example:7423")]))
+            .unwrap_err();
+        assert_eq!(refused.status, StatusCode::FORBIDDEN);
+        assert!(
+            refused.detail.contains("'rebind.attacker.example:7423'")
+                && refused.detail.contains("server.allowed_hosts"),
+            "{}",
+            refused.detail
+        );
+        assert!(
+            guard
+                .check_host(&headers(&[("host", "localhost.attacker.example")]))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn origins_must_be_the_listeners_own_or_configured() {
+        let guard = Guard::new(&server("127.0.0.1", &[], &["https://app.example/"]));
+        let check = |pairs: &[(&'static str, &str)]| guard.check_origin(&headers(pairs));
+        assert_eq!(check(&[("host", "127.0.0.1:7423")]), Ok(None), "no Origin");
+        assert_eq!(
+            check(&[
+                ("host", "127.0.0.1:7423"),
+                ("origin", "http://127.0.0.1:7423")
+            ]),
+            Ok(None),
+            "same origin"
+        );
+        assert_eq!(
+            check(&[
+                ("host", "callosum.example"),
+                ("origin", "https://callosum.example"),
+                ("sec-fetch-site", "same-origin")
+            ]),
+            Ok(None),
+            "same origin behind a TLS proxy"
+        );
+        assert_eq!(
+            check(&[
+                ("host", "127.0.0.1:7423"),
+                ("origin", "https://APP.example"),
+                ("sec-fetch-site", "cross-site")
+            ]),
+            Ok(Some("https://app.example".into())),
+            "configured"
+        );
+        for refused in [
+            vec![
+                ("host", "127.0.0.1:7423"),
+                ("origin", "http://127.0.0.2:8000"),
+            ],
+            vec![
+                ("host", "127.0.0.1:7423"),
+                ("origin", "http://127.0.0.1:7424"),
+            ],
+            vec![("host", "127.0.0.1:7423"), ("origin", "null")],
+            vec![("host", "127.0.0.1:7423"), ("sec-fetch-site", "cross-site")],
+            vec![("origin", "http://127.0.0.1:7423")],
+        ] {
+            let error = check(&refused).unwrap_err();
+            assert_eq!(error.status, StatusCode::FORBIDDEN, "{refused:?}");
+            assert!(
+                error.detail.contains("server.allowed_origins"),
+                "{}",
+                error.detail
+            );
+        }
+    }
+
+    #[test]
+    fn only_json_bodies_pass() {
+        for ok in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/JSON;charset=UTF-8",
+        ] {
+            assert!(
+                check_content_type(&headers(&[("content-type", ok)])).is_ok(),
+                "{ok}"
+            );
+        }
+        for (value, named) in [
+            (Some("text/plain"), "got 'text/plain'"),
+            (
+                Some("text/plain; charset=utf-8"),
+                "got 'text/plain; charset=utf-8'",
+            ),
+            (Some("application/x-www-form-urlencoded"), "x-www-form"),
+            (
+                Some("multipart/form-data; boundary=x"),
+                "multipart/form-data",
+            ),
+            (Some("application/jsonx"), "application/jsonx"),
+            (None, "got none"),
+        ] {
+            let map = value.map_or_else(HeaderMap::new, |v| headers(&[("content-type", v)]));
+            let refused = check_content_type(&map).unwrap_err();
+            assert_eq!(refused.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+            assert!(refused.detail.contains(named), "{}", refused.detail);
+        }
+    }
+
+    #[test]
+    fn origin_settings_are_checked() {
+        assert_eq!(
+            check_origin_setting("https://App.example:8443/"),
+            Ok("https://app.example:8443".into())
+        );
+        assert!(
+            check_origin_setting("*")
+                .unwrap_err()
+                .contains("every web page")
+        );
+        for bad in [
+            "app.example",
+            "https://app.example/path",
+            "ftp://x",
+            "https://",
+        ] {
+            assert!(check_origin_setting(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The binary as a process: a clean environment, a config file, and a server whose stderr is read
+//! line by line.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_seren-corpus-callosum");
+
+/// The binary with a clean environment: no SEREN_SCC_* of the machine leaks in.
+pub fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command.args(args).env_clear();
+    if let Ok(tmp) = std::env::var("TMPDIR") {
+        command.env("TMPDIR", tmp);
+    }
+    command
+}
+
+pub fn write_config(dir: &Path, yaml: &str) -> String {
+    let path = dir.join("seren-corpus-callosum.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path.display().to_string()
+}
+
+pub async fn run(mut command: Command) -> Output {
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// A running server process whose stderr is read line by line; killed when dropped.
+pub struct Server {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Server {
+    pub fn start(mut command: Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (bounded) for a stderr line containing `needle` and returns it.
+    pub fn wait_for(&mut self, needle: &str) -> String {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!("no line with {needle:?}; saw:\n{}", self.seen.join("\n")),
+            }
+        }
+    }
+
+    /// Stops the process and returns all it wrote to stderr.
+    pub fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(10)) {
+            self.seen.push(line);
+        }
+        self.seen.join("\n")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `http://127.0.0.1:PORT` a server logged it listens on.
+pub fn listening_url(line: &str) -> String {
+    let start = line.find("http://").unwrap();
+    line[start..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned()
+}
