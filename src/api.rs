@@ -144,6 +144,8 @@ pub enum RefusalKind {
     NotFound,
     /// 409: it clashes with what exists (a duplicate name, an unreadable overlay).
     Conflict,
+    /// 508: the search came back to a callosum it already passed through.
+    Loop,
     /// 413: too large.
     TooLarge,
     /// 422: a field is missing or of the wrong type or range.
@@ -185,6 +187,7 @@ impl Refusal {
             RefusalKind::TooLarge => 413,
             RefusalKind::Unprocessable => 422,
             RefusalKind::Internal => 500,
+            RefusalKind::Loop => 508,
         }
     }
 }
@@ -229,4 +232,107 @@ fn describe(error: serde_path_to_error::Error<serde_json::Error>) -> String {
     } else {
         format!("{path}: {message}")
     }
+}
+
+/// The member names the callosum reads, in store answers and in store entries: a path segment that
+/// is one of them is shown, any other key (a metadata key, which the store chose) is shown as `*`.
+const KNOWN_FIELDS: &[&str] = &[
+    "name",
+    "type",
+    "url",
+    "weight",
+    "floor",
+    "enabled",
+    "token",
+    "token_env",
+    "token_keyring",
+    "bearer_token",
+    "bearer_token_env",
+    "bearer_token_keyring",
+    "timeout_s",
+    "options",
+    "hits",
+    "id",
+    "content",
+    "score",
+    "raw_distance",
+    "metadata",
+    "tier",
+    "topic",
+    "surroundings",
+    "matched_via",
+    "project",
+    "key",
+    "value",
+    "why",
+    "match_kind",
+    "source",
+    "store",
+    "store_rank",
+    "base_relevance",
+    "native_score",
+];
+
+/// A decode error worded without any value the store sent: `hits[0].score: invalid type: string,
+/// expected f64`, never `... string "the query", ...`.
+pub fn value_free(path: &serde_path_to_error::Path, message: &str) -> String {
+    use serde_path_to_error::Segment;
+    let mut shown = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => shown.push_str(&format!("[{index}]")),
+            Segment::Map { key } => {
+                if !shown.is_empty() {
+                    shown.push('.');
+                }
+                shown.push_str(if KNOWN_FIELDS.contains(&key.as_str()) {
+                    key
+                } else {
+                    "*"
+                });
+            }
+            Segment::Enum { .. } | Segment::Unknown => shown.push_str(".?"),
+        }
+        if shown.len() > 80 {
+            shown.push_str("...");
+            break;
+        }
+    }
+    let message = without_values(message.split(" at line ").next().unwrap_or_default());
+    if shown.is_empty() {
+        message
+    } else {
+        format!("{shown}: {message}")
+    }
+}
+
+/// serde's messages quote the value they met (`invalid type: string "x", expected f64`, `invalid
+/// value: integer `7`, ...`, `unknown variant `x``); this keeps the kind and drops the value.
+pub fn without_values(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            // serde writes "<unexpected>, expected <what>"; the expected part is ours.
+            let (unexpected, expected) = match rest.rfind(", expected ") {
+                Some(at) => (&rest[..at], &rest[at..]),
+                None => (rest, ""),
+            };
+            let kind = unexpected
+                .split(['"', '`'])
+                .next()
+                .unwrap_or_default()
+                .trim();
+            return format!("{prefix}{kind}{expected}");
+        }
+    }
+    if message.starts_with("unknown variant") || message.starts_with("unknown field") {
+        return message
+            .split(", expected")
+            .next()
+            .map_or_else(String::new, |head| {
+                head.split('`').next().unwrap_or_default().trim().to_owned()
+            });
+    }
+    // Syntax errors, "missing field", "nested deeper than", "number out of range" and the like
+    // name no value. Anything else is cut short, to be safe.
+    message.chars().take(120).collect()
 }

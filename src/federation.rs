@@ -9,12 +9,13 @@ use crate::api::{
     self, Added, HealthAnswer, Info, NameReason, Refusal, RefusalKind, Removed, SearchAnswer,
     Stores,
 };
+use crate::chain::{Chain, Id, MAX_DEPTH};
 use crate::config::{Config, NewStore};
 use crate::fusion::{self, RankedList};
 use crate::health::{Admission, Health};
 use crate::roster::Bound;
 use crate::roster::Roster;
-use crate::store::{self, remote::MAX_DEPTH};
+use crate::store;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +34,8 @@ pub struct Federation {
     roster: Roster,
     client: reqwest::Client,
     health: Health,
+    /// This process's id in chains of callosums (see `chain`).
+    id: Id,
 }
 
 impl Federation {
@@ -52,6 +55,7 @@ impl Federation {
             health: Health::new(config.federation.breaker),
             roster: Roster::new(Arc::new(config)),
             client,
+            id: Id::random(),
         })
     }
 
@@ -65,14 +69,20 @@ impl Federation {
         &self.roster
     }
 
-    /// Fans `query` out, fuses, answers. `depth` is how many callosums stand before this one in a
-    /// chain (0 for a direct caller).
+    /// Fans `query` out, fuses, answers. `chain` is where the search stands among callosums
+    /// ([`Chain::root`] for a direct caller).
     pub async fn search(
         &self,
         query: &str,
         n_results: Option<i64>,
-        depth: u32,
+        chain: &Chain,
     ) -> Result<SearchAnswer, Refusal> {
+        if chain.passed(self.id) {
+            return Err(Refusal::new(
+                RefusalKind::Loop,
+                "loop: this search has already passed through this callosum",
+            ));
+        }
         if query.len() > MAX_QUERY_BYTES {
             return Err(Refusal::new(
                 RefusalKind::TooLarge,
@@ -98,11 +108,27 @@ impl Federation {
         let ask = n.saturating_mul(federation.fetch_multiplier).max(n);
         let fan = self.roster.fan();
 
-        let calls = fan
-            .bound
+        // Every store call carries the chain on, whatever the store's type (a `seren_memory` url
+        // may be a callosum too). Too deep, or out of budget, a store is named, not asked.
+        let asked = if chain.depth >= MAX_DEPTH {
+            0
+        } else {
+            fan.bound.len().min(chain.budget as usize)
+        };
+        let below = chain.child(self.id, per_store_budget(chain.budget, asked));
+        let calls = fan.bound[..asked]
             .iter()
-            .map(|bound| self.call(bound, query, ask, depth));
-        let results = futures_util::future::join_all(calls).await;
+            .map(|bound| self.call(bound, query, ask, &below));
+        let mut results = futures_util::future::join_all(calls).await;
+        let not_asked = if chain.depth >= MAX_DEPTH {
+            format!("not asked: {MAX_DEPTH} callosums already stand in this chain (a loop?)")
+        } else {
+            format!(
+                "not asked: this search's budget of {} store calls is spent",
+                chain.budget
+            )
+        };
+        results.extend(fan.bound[asked..].iter().map(|_| Err(not_asked.clone())));
 
         let mut answered = Vec::new();
         let mut lists = Vec::new();
@@ -159,13 +185,8 @@ impl Federation {
         bound: &Bound,
         query: &str,
         ask: usize,
-        depth: u32,
+        chain: &Chain,
     ) -> Result<Vec<store::Hit>, String> {
-        if bound.kind == store::callosum::TYPE.name && depth >= MAX_DEPTH {
-            return Err(format!(
-                "not asked: {MAX_DEPTH} callosums already stand in this chain (a loop?)"
-            ));
-        }
         let probe = match self.health.admit(&bound.name) {
             Admission::Skip(reason) => return Err(reason),
             Admission::Call => None,
@@ -178,7 +199,7 @@ impl Federation {
         let started = std::time::Instant::now();
         let result = bound
             .remote
-            .search(&self.client, query, ask, depth)
+            .search(&self.client, query, ask, chain)
             .await
             .map_err(|failure| failure.to_string());
         self.health.record(
@@ -257,6 +278,13 @@ impl Federation {
             skipped: fan.skipped.clone(),
         }
     }
+}
+
+/// The calls each of `asked` stores may cause below it, out of `budget` for this whole level: what
+/// is left after this level's own calls, shared evenly, so the whole tree stays within `budget`.
+fn per_store_budget(budget: u32, asked: usize) -> u32 {
+    let asked = u32::try_from(asked).unwrap_or(u32::MAX).max(1);
+    budget.saturating_sub(asked) / asked
 }
 
 /// Held while a probe call is under way. Dropped unfinished (the search was cancelled), it tells the

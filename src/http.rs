@@ -4,9 +4,9 @@
 //! call a store. Error bodies are `{"detail": "..."}` throughout and never carry a secret.
 
 use crate::api::{Refusal, decode_json};
+use crate::chain::Chain;
 use crate::config::{NewStore, Secret};
 use crate::federation::Federation;
-use crate::store::remote::DEPTH_HEADER;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
@@ -155,14 +155,10 @@ async fn search(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let request: SearchBody = decode_body(body)?;
-    let depth = headers
-        .get(DEPTH_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u32>().ok())
-        .unwrap_or(0);
+    let chain = Chain::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()));
     let answer = state
         .federation
-        .search(&request.query, request.n_results, depth)
+        .search(&request.query, request.n_results, &chain)
         .await?;
     Ok(Json(answer).into_response())
 }

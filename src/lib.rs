@@ -16,6 +16,7 @@
 //! - [`roster`]: the live set of stores (config + overlay) and each one's bind status.
 //! - [`health`]: per-store call records and the circuit breaker that reads them.
 //! - [`api`]: the wire types both edges speak.
+//! - [`chain`]: where a search stands among callosums: via ids, depth, call budget.
 //! - [`federation`]: the one core both edges call: fan out, collect failures, fuse, answer.
 //! - [`guard`]: what keeps web pages out: the Host allow-list, the Origin check, JSON-only bodies.
 //! - [`http`]: the REST routes, auth, and request ids.
@@ -24,6 +25,7 @@
 //! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
 
 pub mod api;
+pub mod chain;
 pub mod config;
 pub mod demo;
 pub mod federation;

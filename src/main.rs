@@ -4,6 +4,7 @@
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use seren_corpus_callosum::chain::Chain;
 use seren_corpus_callosum::config::{Config, Exposure};
 use seren_corpus_callosum::federation::Federation;
 use seren_corpus_callosum::http::{self, AppState};
@@ -341,7 +342,10 @@ async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let federation = Federation::new(config)?;
-    let answer = match federation.search(&args.query, args.n_results, 0).await {
+    let answer = match federation
+        .search(&args.query, args.n_results, &Chain::root())
+        .await
+    {
         Ok(answer) => answer,
         Err(refusal) => {
             eprintln!("seren-corpus-callosum: {refusal}");
@@ -476,7 +480,7 @@ async fn check(args: ConfigArg) -> anyhow::Result<ExitCode> {
         let _ = writeln!(out, "overlay error: {error}");
     }
     let answer = match federation
-        .search("seren-corpus-callosum check", Some(1), 0)
+        .search("seren-corpus-callosum check", Some(1), &Chain::root())
         .await
     {
         Ok(answer) => answer,

@@ -7,6 +7,7 @@
 //! with the same message REST gives, never a protocol error.
 
 use crate::api::{Added, Refusal, Removed, SearchAnswer, Stores, decode_value};
+use crate::chain::Chain;
 use crate::config::NewStore;
 use crate::federation::Federation;
 use rmcp::handler::server::common::schema_for_input;
@@ -168,7 +169,10 @@ may be missing. Read-only.",
     )]
     async fn search(&self, args: JsonObject) -> Result<Json<SearchAnswer>, String> {
         let args: SearchArgs = arguments(args)?;
-        let answer = self.federation.search(&args.query, args.n_results, 0).await;
+        let answer = self
+            .federation
+            .search(&args.query, args.n_results, &Chain::root())
+            .await;
         answer.map(Json).map_err(refused)
     }
 

@@ -345,8 +345,9 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
     let mut names = HashSet::new();
     let overlay_entries = overlay.iter().enumerate().map(|(i, value)| {
         let place = format!("runtime overlay entry {i}");
-        let entry = serde_json::from_value::<RawStoreEntry>(value.clone())
-            .map_err(|e| e.to_string())
+        // Worded without values: a mistyped `token` must not be quoted on `GET /` or in the log.
+        let entry = serde_path_to_error::deserialize::<_, RawStoreEntry>(value.clone())
+            .map_err(|e| crate::api::value_free(e.path(), &e.inner().to_string()))
             .and_then(|raw| raw.check(&place));
         match entry {
             Ok(entry) => entry,
@@ -634,6 +635,50 @@ mod tests {
         refused(
             check("a", "seren_loci", "http://x", None, Some(2.0)),
             "floor",
+        );
+    }
+
+    #[test]
+    fn a_mistyped_overlay_entry_is_skipped_without_quoting_its_value() {
+        let (roster, _dir) = roster(
+            "",
+            Some(r#"[{"name":"x","type":"seren_loci","url":"http://x","token":84736251}]"#),
+        );
+        let fan = roster.fan();
+        assert_eq!(
+            fan.skipped[0].reason,
+            "invalid entry: token: invalid type: integer, expected a string"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_roster_holds_at_most_max_stores() {
+        let (roster, _dir) = roster(
+            "federation:\n  max_stores: 2\n  stores:\n    - name: a\n      type: seren_loci\n      url: http://127.0.0.1:1\n    - name: b\n      type: seren_loci\n      url: http://127.0.0.1:1\n    - name: c\n      type: seren_loci\n      url: http://127.0.0.1:1\n",
+            None,
+        );
+        let s = statuses(&roster);
+        assert_eq!(
+            s[2].2,
+            "skipped: the roster is full: federation.max_stores is 2"
+        );
+        assert_eq!(roster.fan().bound.len(), 2);
+        let refusal = roster
+            .add(NewStore {
+                name: "d".into(),
+                kind: "seren_memory".into(),
+                url: "http://127.0.0.1:9".into(),
+                ..NewStore::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(refusal.status(), 409);
+        assert!(
+            refusal
+                .detail
+                .starts_with("the roster is full: 2 stores (federation.max_stores)"),
+            "{}",
+            refusal.detail
         );
     }
 }

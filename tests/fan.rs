@@ -350,20 +350,17 @@ async fn a_callosum_fans_another_callosum() {
     assert_eq!(second["store_rank"], 2);
 }
 
-#[tokio::test]
-async fn a_callosum_that_fans_itself_stops_at_the_depth_limit() {
-    let memory = StubStore::hits(memory_hits(&[("m1", 0.1)])).await;
-    // Bind first so the config can point the callosum at itself.
+/// A callosum served at `url` (a port picked beforehand), so its config can point back at it.
+async fn callosum_at(
+    url: &str,
+    yaml: &str,
+) -> (
+    tokio_util::sync::CancellationToken,
+    std::sync::Arc<tempfile::TempDir>,
+) {
     let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    drop(listener);
-    let yaml = config_yaml(&[
-        ("episodic", "seren_memory", &memory.url, ""),
-        ("me", "seren_callosum", &url, ""),
-    ]);
     let path = dir.path().join("seren-corpus-callosum.yaml");
-    std::fs::write(&path, &yaml).unwrap();
+    std::fs::write(&path, yaml).unwrap();
     let config = seren_corpus_callosum::config::Config::load_from(&path, &|_| None).unwrap();
     let federation =
         std::sync::Arc::new(seren_corpus_callosum::federation::Federation::new(config).unwrap());
@@ -373,26 +370,141 @@ async fn a_callosum_that_fans_itself_stops_at_the_depth_limit() {
         .await
         .unwrap();
     let stop = tokio_util::sync::CancellationToken::new();
-    let cancelled = stop.clone().cancelled_owned();
     tokio::spawn(seren_corpus_callosum::http::serve(
-        listener, router, cancelled,
+        listener,
+        router,
+        stop.clone().cancelled_owned(),
     ));
+    (stop, dir)
+}
 
-    let answer: Value = reqwest::Client::new()
+/// A loopback url whose port was free a moment ago.
+fn free_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://{}", listener.local_addr().unwrap())
+}
+
+async fn post_search(url: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+    let mut request = test_client()
         .post(format!("{url}/search"))
-        .json(&json!({"query": "q"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    // Eight callosums deep, the innermost refused to go on; every level still answered.
-    assert_eq!(answer["stores_searched"], json!(["episodic", "me"]));
+        .json(&json!({"query": "q"}));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_store_pointed_back_at_this_callosum_is_a_loop_whatever_its_type() {
+    let memory = StubStore::hits(memory_hits(&[("m1", 0.1)])).await;
+    let url = free_url();
+    // One of each type at itself; once, two seren_memory entries at itself made 1,850 internal
+    // requests and 1,013 calls to the real store for one search, with `failed` empty.
+    let (stop, _dir) = callosum_at(
+        &url,
+        &config_yaml(&[
+            ("episodic", "seren_memory", &memory.url, ""),
+            ("me-as-memory", "seren_memory", &url, ""),
+            ("me-again", "seren_memory", &url, ""),
+            ("me-as-callosum", "seren_callosum", &url, ""),
+        ]),
+    )
+    .await;
+    let (status, answer) = post_search(&url, &[]).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["stores_searched"], json!(["episodic"]));
+    for name in ["me-as-memory", "me-again", "me-as-callosum"] {
+        assert_eq!(
+            reason_of(&answer, name),
+            "loop: status 508, the url leads back to a callosum this search already passed",
+        );
+    }
     assert_eq!(
         memory.captured().len(),
-        9,
-        "the chain is 9 callosums long, each asks the store once"
+        1,
+        "the real store is asked once per search"
+    );
+    // What the looped call itself answered.
+    let sent = &memory.captured()[0].headers;
+    assert_eq!(sent["x-seren-callosum-depth"], "1");
+    assert_eq!(sent["x-seren-callosum-via"].len(), 16, "{sent:?}");
+    let (status, refused) = post_search(
+        &url,
+        &[(
+            "x-seren-callosum-via",
+            sent["x-seren-callosum-via"].as_str(),
+        )],
+    )
+    .await;
+    assert_eq!(status, 508);
+    assert_eq!(
+        refused["detail"],
+        "loop: this search has already passed through this callosum"
     );
     stop.cancel();
+}
+
+#[tokio::test]
+async fn a_loop_through_another_callosum_stops_at_the_first_return() {
+    let memory = StubStore::hits(memory_hits(&[("m1", 0.1)])).await;
+    let (a_url, b_url) = (free_url(), free_url());
+    let (stop_a, _a) = callosum_at(
+        &a_url,
+        &config_yaml(&[
+            ("episodic", "seren_memory", &memory.url, ""),
+            ("b", "seren_callosum", &b_url, ""),
+        ]),
+    )
+    .await;
+    let (stop_b, _b) =
+        callosum_at(&b_url, &config_yaml(&[("a", "seren_callosum", &a_url, "")])).await;
+    let (status, answer) = post_search(&a_url, &[]).await;
+    assert_eq!(status, 200, "{answer}");
+    // B answered (with A's refusal in its own `failed`), so A counts it as searched.
+    assert_eq!(answer["stores_searched"], json!(["episodic", "b"]));
+    assert_eq!(memory.captured().len(), 1);
+    let (_, from_b) = post_search(&b_url, &[]).await;
+    // Asked directly, B fans A, which fans the store and then B again: B refuses, once.
+    assert_eq!(from_b["stores_searched"], json!(["a"]));
+    assert_eq!(memory.captured().len(), 2);
+    stop_a.cancel();
+    stop_b.cancel();
+}
+
+#[tokio::test]
+async fn the_depth_and_the_call_budget_bound_what_one_search_causes() {
+    let memory = StubStore::hits(memory_hits(&[("m1", 0.1)])).await;
+    let callosum = Callosum::start(&config_yaml(&[
+        ("one", "seren_memory", &memory.url, ""),
+        ("two", "seren_memory", &memory.url, ""),
+        ("three", "seren_memory", &memory.url, ""),
+    ]))
+    .await;
+    // `4294967295` once wrapped to 0 on the next hop; it saturates, and past 8 nothing is asked.
+    for depth in ["8", "4294967295", "99999999999999999999"] {
+        let (status, answer) =
+            post_search(&callosum.url, &[("x-seren-callosum-depth", depth)]).await;
+        assert_eq!(status, 200);
+        assert_eq!(answer["stores_searched"], json!([]), "{depth}");
+        assert!(reason_of(&answer, "one").starts_with("not asked: 8 callosums"));
+    }
+    assert_eq!(memory.captured().len(), 0);
+    // A budget of 2 store calls: two stores are asked, the third is named, and what each asked
+    // store may cause below it is what is left, shared: (2 - 2) / 2 = 0.
+    let (_, answer) = post_search(&callosum.url, &[("x-seren-callosum-budget", "2")]).await;
+    assert_eq!(answer["stores_searched"], json!(["one", "two"]));
+    assert_eq!(
+        reason_of(&answer, "three"),
+        "not asked: this search's budget of 2 store calls is spent"
+    );
+    let calls = memory.captured();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].headers["x-seren-callosum-budget"], "0");
+    // A direct search starts with 256 and gives each of three stores (256 - 3) / 3.
+    callosum.search("q", None).await;
+    assert_eq!(
+        memory.captured()[2].headers["x-seren-callosum-budget"],
+        "84"
+    );
 }

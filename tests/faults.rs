@@ -141,18 +141,20 @@ async fn bad_answers_are_data_not_crashes() {
     assert_eq!(status, 200, "{answer}");
     for (name, needle) in [
         ("nan", "decode: hits[0].raw_distance: expected value"),
+        // Never the value: a store may echo the query into any field, and reasons are public.
         (
             "infinity",
-            "decode: hits[0].score: invalid type: string \"Infinity\"",
+            "decode: hits[0].score: invalid type: string, expected f64",
         ),
         ("huge-number", "decode: hits[0].score: number out of range"),
         (
             "string-score",
-            "decode: hits[0].score: invalid type: string \"0.9\"",
+            "decode: hits[0].score: invalid type: string, expected f64",
         ),
+        // A metadata key is the store's own choosing, so it is not shown either.
         (
             "deep",
-            "decode: hits[0].metadata.a: nested deeper than 64 levels",
+            "decode: hits[0].metadata.*: nested deeper than 64 levels",
         ),
         (
             "utf8",

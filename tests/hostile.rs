@@ -313,3 +313,62 @@ async fn every_route_is_gated_unless_it_is_on_the_public_list() {
         ]
     );
 }
+
+/// The process's peak resident memory so far (VmHWM), in KiB.
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_store_answering_millions_of_tiny_hits_costs_its_body_and_no_more() {
+    use support::fault::{Fault, FaultStore};
+    use support::process::*;
+    // 2.8 million empty hits, under the 8 MiB body cap: once, one search took the process from
+    // 14 MB to a 1.07 GB peak, and eight at once to 2.47 GB.
+    let mut body = String::from("{\"hits\":[");
+    body.push_str(&"{},".repeat(2_790_000));
+    body.push_str("{}]}");
+    assert!(body.len() < 8 * 1024 * 1024);
+    let hostile = FaultStore::start(Fault::Body(body.into_bytes())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &config_yaml(&[("flood", "seren_memory", &hostile.url, "")]),
+    );
+    let mut server = Server::start(command(&["serve", "-c", &config, "--port", "0"]));
+    let url = listening_url(&server.wait_for("listening on http://"));
+    let pid = server.pid();
+    let client = test_client();
+    let search = || {
+        client
+            .post(format!("{url}/search"))
+            .json(&json!({"query": "q", "n_results": 10}))
+            .send()
+    };
+    // A first search warms the allocator and the connection pool; the peak after it is the base.
+    let answer: Value = search().await.unwrap().json().await.unwrap();
+    assert_eq!(answer["stores_searched"], json!(["flood"]), "{answer}");
+    assert_eq!(answer["hits"].as_array().unwrap().len(), 10);
+    let base = peak_kib(pid);
+    let eight = futures_util::future::join_all((0..8).map(|_| search())).await;
+    for response in eight {
+        assert_eq!(response.unwrap().status(), 200);
+    }
+    let peak = peak_kib(pid);
+    // Each search holds one body (8 MiB at most) while it is read and the hits it was asked for
+    // (20 here), so eight at once stay well under 8 x 24 MiB over the base: 192 MiB. Before, one
+    // search alone went a gigabyte over.
+    let grew_mib = (peak.saturating_sub(base)) / 1024;
+    assert!(
+        grew_mib < 192,
+        "eight searches raised the peak by {grew_mib} MiB (base {} MiB, peak {} MiB)",
+        base / 1024,
+        peak / 1024
+    );
+    drop(server);
+}

@@ -4,7 +4,7 @@
 //! inner store, rank and score move into `metadata` as `origin_*`, so a hit fanned twice still says
 //! where it came from.
 
-use super::{Options, Protocol, StoreType, decode_json};
+use super::{Options, Protocol, StoreType, decode_hits};
 use crate::fusion::Hit;
 use crate::metadata::{Fragment, Metadata, RawObject};
 use serde::Deserialize;
@@ -24,12 +24,6 @@ struct Callosum;
 
 fn build(_options: &Options) -> Result<Box<dyn Protocol>, String> {
     Ok(Box::new(Callosum))
-}
-
-#[derive(Deserialize)]
-struct Answer<'a> {
-    #[serde(default, borrow)]
-    hits: Option<Vec<InnerHit<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -59,11 +53,9 @@ impl Protocol for Callosum {
         json!({"query": query, "n_results": n.clamp(1, MAX_N)})
     }
 
-    fn decode(&self, body: &[u8]) -> Result<Vec<Hit>, String> {
-        let answer: Answer = decode_json(body)?;
-        Ok(answer
-            .hits
-            .unwrap_or_default()
+    fn decode(&self, body: &[u8], limit: usize) -> Result<Vec<Hit>, String> {
+        let hits: Vec<InnerHit> = decode_hits(body, limit)?;
+        Ok(hits
             .into_iter()
             .map(|hit| {
                 // The inner hit's provenance wins over metadata keys of the same name.
@@ -107,7 +99,7 @@ mod tests {
         let hits = c
             .decode(br#"{"query":"q","hits":[{"store":"facts","id":"f1","content":"k = v","score":0.0164,
                 "store_rank":1,"base_relevance":0.9,"native_score":0.9,"raw_distance":null,"metadata":{"key":"k"}}],
-                "stores_searched":["facts"],"failed":[],"skipped":[]}"#)
+                "stores_searched":["facts"],"failed":[],"skipped":[]}"#, 100)
             .unwrap();
         assert_eq!(hits[0].id, "f1");
         assert_eq!(hits[0].base_relevance, 0.9);
@@ -116,7 +108,7 @@ mod tests {
             json!({"key": "k", "origin_store": "facts", "origin_rank": 1, "origin_score": 0.0164})
         );
         let err = c
-            .decode(br#"{"hits":[{"store_rank":"first"}]}"#)
+            .decode(br#"{"hits":[{"store_rank":"first"}]}"#, 100)
             .unwrap_err();
         assert!(err.contains("hits[0].store_rank"), "{err}");
     }

@@ -4,7 +4,7 @@
 //! each fact as one line a model can read, `key = value because why`, and keep Loci's score as the
 //! relevance the floor uses.
 
-use super::{Options, Protocol, StoreType, decode_json, id_text, relevance_from_distance};
+use super::{Options, Protocol, StoreType, decode_hits, id_text, relevance_from_distance};
 use crate::fusion::Hit;
 use crate::metadata::{Fragment, Metadata, Raw};
 use serde::Deserialize;
@@ -34,12 +34,6 @@ fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
         include_fundamentals: options.flag("include_fundamentals", true)?,
         include_superseded: options.flag("include_superseded", false)?,
     }))
-}
-
-#[derive(Deserialize)]
-struct Answer<'a> {
-    #[serde(default, borrow)]
-    hits: Option<Vec<Fact<'a>>>,
 }
 
 /// One fact as SerenLoci sends it, borrowed from the answer where it only passes through.
@@ -80,11 +74,9 @@ impl Protocol for Loci {
         body
     }
 
-    fn decode(&self, body: &[u8]) -> Result<Vec<Hit>, String> {
-        let answer: Answer = decode_json(body)?;
-        Ok(answer
-            .hits
-            .unwrap_or_default()
+    fn decode(&self, body: &[u8], limit: usize) -> Result<Vec<Hit>, String> {
+        let hits: Vec<Fact> = decode_hits(body, limit)?;
+        Ok(hits
             .into_iter()
             .map(|fact| {
                 let content = render(fact.key.as_deref(), fact.value, fact.why.as_deref());
@@ -196,7 +188,7 @@ mod tests {
             {"id":2,"project":"*","key":"k","value":"v","score":null,"raw_distance":0.25},
             {"key":"k2","value":"v2"}
         ]}"#;
-        let hits = loci(json!({})).decode(body).unwrap();
+        let hits = loci(json!({})).decode(body, 100).unwrap();
         assert_eq!(hits[0].content, "xavier.cuda = 12.2 because nvcc");
         assert_eq!(hits[0].base_relevance, 1.0);
         assert_eq!(hits[0].native_score, Some(1.0));
@@ -223,7 +215,7 @@ mod tests {
             (br#"{"hits":"none"}"#, "hits"),
             (b"<html>", "expected"),
         ] {
-            let err = l.decode(body).expect_err("refused");
+            let err = l.decode(body, 100).expect_err("refused");
             assert!(err.contains(needle), "{needle}: {err}");
         }
     }

@@ -4,7 +4,7 @@
 //! order, read `raw_distance` as the relevance the floor uses, and keep the store's score as
 //! provenance only.
 
-use super::{Options, Protocol, StoreType, decode_json, id_text, relevance_from_distance};
+use super::{Options, Protocol, StoreType, decode_hits, id_text, relevance_from_distance};
 use crate::fusion::Hit;
 use crate::metadata::{Fragment, Metadata, Raw, RawObject};
 use serde::Deserialize;
@@ -45,12 +45,6 @@ fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
     }))
 }
 
-#[derive(Deserialize)]
-struct Answer<'a> {
-    #[serde(default, borrow)]
-    hits: Option<Vec<MemoryHit<'a>>>,
-}
-
 /// One hit as SerenMemory sends it. Only `id`, `content` and the numbers are copied out; what goes
 /// into metadata stays borrowed from the answer until it is written once (see [`Metadata`]).
 #[derive(Deserialize)]
@@ -89,11 +83,9 @@ impl Protocol for Memory {
         })
     }
 
-    fn decode(&self, body: &[u8]) -> Result<Vec<Hit>, String> {
-        let answer: Answer = decode_json(body)?;
-        Ok(answer
-            .hits
-            .unwrap_or_default()
+    fn decode(&self, body: &[u8], limit: usize) -> Result<Vec<Hit>, String> {
+        let hits: Vec<MemoryHit> = decode_hits(body, limit)?;
+        Ok(hits
             .into_iter()
             .map(|hit| {
                 let distance = hit
@@ -177,7 +169,7 @@ mod tests {
             {"content":"three","raw_distance":"far"},
             {"content":"four","raw_distance":-3}
         ]}"#;
-        let hits = memory(json!({})).decode(body).unwrap();
+        let hits = memory(json!({})).decode(body, 100).unwrap();
         assert_eq!(hits.len(), 4);
         assert_eq!(hits[0].id, "x1");
         assert_eq!(hits[0].content, "one");
@@ -212,9 +204,9 @@ mod tests {
     #[test]
     fn missing_or_null_hits_is_no_hits() {
         let m = memory(json!({}));
-        assert!(m.decode(br#"{"query":"q"}"#).unwrap().is_empty());
-        assert!(m.decode(br#"{"hits":null}"#).unwrap().is_empty());
-        assert!(m.decode(br#"{"hits":[]}"#).unwrap().is_empty());
+        assert!(m.decode(br#"{"query":"q"}"#, 100).unwrap().is_empty());
+        assert!(m.decode(br#"{"hits":null}"#, 100).unwrap().is_empty());
+        assert!(m.decode(br#"{"hits":[]}"#, 100).unwrap().is_empty());
     }
 
     #[test]
@@ -229,7 +221,7 @@ mod tests {
             (br#"[1,2]"#, "invalid type"),
             (br#"{"hits":[]} trailing"#, "trailing"),
         ] {
-            let err = m.decode(body).expect_err("refused");
+            let err = m.decode(body, 100).expect_err("refused");
             assert!(err.contains(needle), "{needle}: {err}");
         }
     }

@@ -7,17 +7,13 @@
 //! that meets a pooled connection the store has just closed is sent once more, inside that deadline.
 
 use super::{Hit, Protocol};
+use crate::chain::Chain;
 use crate::config::Secret;
 use bytes::Bytes;
 use std::error::Error as _;
 use std::fmt;
 use std::time::Duration;
 
-/// The header that tells a callosum how deep in a chain of callosums its caller is. A callosum that
-/// fans another (perhaps itself, by mistake) stops fanning callosums past [`MAX_DEPTH`].
-pub const DEPTH_HEADER: &str = "x-seren-callosum-depth";
-/// How many callosums may stand in one chain.
-pub const MAX_DEPTH: u32 = 8;
 /// The default cap on one store's response body.
 pub const DEFAULT_BODY_CAP: usize = 8 * 1024 * 1024;
 
@@ -43,6 +39,9 @@ impl fmt::Display for Failure {
         match self {
             Failure::Timeout(limit) => write!(f, "timeout after {:.2}s", limit.as_secs_f64()),
             Failure::Connect(why) => write!(f, "connect: {why}"),
+            Failure::Status(508) => f.write_str(
+                "loop: status 508, the url leads back to a callosum this search already passed",
+            ),
             Failure::Status(code) => write!(f, "status {code}"),
             Failure::Transport(why) => write!(f, "transport: {why}"),
             Failure::TooLarge(cap) => write!(f, "body over the {} KiB cap", cap / 1024),
@@ -86,15 +85,15 @@ impl Remote {
         }
     }
 
-    /// Asks the store for `n` hits. `depth` is how many callosums stand before us in the chain.
+    /// Asks the store for `n` hits, carrying `chain` (the search's place among callosums).
     pub async fn search(
         &self,
         client: &reqwest::Client,
         query: &str,
         n: usize,
-        depth: u32,
+        chain: &Chain,
     ) -> Result<Vec<Hit>, Failure> {
-        match tokio::time::timeout(self.timeout, self.exchange(client, query, n, depth)).await {
+        match tokio::time::timeout(self.timeout, self.exchange(client, query, n, chain)).await {
             Ok(result) => result,
             Err(_elapsed) => Err(Failure::Timeout(self.timeout)),
         }
@@ -105,8 +104,9 @@ impl Remote {
         client: &reqwest::Client,
         query: &str,
         n: usize,
-        depth: u32,
+        chain: &Chain,
     ) -> Result<Vec<Hit>, Failure> {
+        let chain_headers = chain.headers();
         let body = self.protocol.request(query, n);
         // Serializing a serde_json::Value cannot fail: its keys are strings and it holds no NaN.
         let body = Bytes::from(serde_json::to_vec(&body).expect("a JSON value always serializes"));
@@ -115,8 +115,10 @@ impl Remote {
                 .post(self.url.clone())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .header(reqwest::header::ACCEPT, "application/json")
-                .header(DEPTH_HEADER, depth + 1)
                 .body(body.clone());
+            for (name, value) in &chain_headers {
+                request = request.header(*name, value);
+            }
             if let Some(token) = &self.token {
                 request = request.bearer_auth(token.expose());
             }
@@ -162,7 +164,7 @@ impl Remote {
             }
             bytes.extend_from_slice(&chunk);
         }
-        self.protocol.decode(&bytes).map_err(Failure::Decode)
+        self.protocol.decode(&bytes, n).map_err(Failure::Decode)
     }
 }
 

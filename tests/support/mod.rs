@@ -41,6 +41,8 @@ pub struct Captured {
     pub path: String,
     pub body: Value,
     pub authorization: Option<String>,
+    /// Every header, by lower-case name.
+    pub headers: std::collections::HashMap<String, String>,
 }
 
 #[derive(Clone)]
@@ -105,6 +107,10 @@ async fn stub_answer(
             .get("authorization")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned),
+        headers: headers
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect(),
     });
     match state.behaviour {
         Behaviour::Json(value) => axum::Json(value).into_response(),

@@ -78,6 +78,11 @@ impl Server {
         }
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stops the process and returns all it wrote to stderr.
     pub fn stop(mut self) -> String {
         let _ = self.child.kill();

@@ -1,0 +1,182 @@
+//! The chain a search travels: which callosums it has passed through, how deep it is, and how many
+//! store calls it may still cause. Read from the headers of an inbound search and written onto
+//! every outbound store call, whatever the store's type: a `seren_memory` entry whose url is a
+//! callosum is a callosum to the chain, and so is one that points back at this very listener.
+//!
+//! Three guards, each enough alone for a case the others miss:
+//! - **via**: every callosum adds its own random id; one that meets its id again answers 508 at
+//!   once, so a loop (a store pointed at itself, A → B → A) costs one extra call, not a tree.
+//! - **depth**: past [`MAX_DEPTH`] callosums in a chain no store is asked (a chain of distinct
+//!   callosums that forget the via header, say).
+//! - **budget**: the store calls one search may cause in all, split among the stores asked at each
+//!   level, so no tree of callosums, however wide, turns one search into a flood.
+
+use std::fmt;
+
+/// Tells a callosum how deep in a chain of callosums its caller is.
+pub const DEPTH_HEADER: &str = "x-seren-callosum-depth";
+/// The ids of the callosums a search has passed through, comma-separated, oldest first.
+pub const VIA_HEADER: &str = "x-seren-callosum-via";
+/// How many store calls the search may still cause below the callosum that receives it.
+pub const BUDGET_HEADER: &str = "x-seren-callosum-budget";
+/// How many callosums may stand in one chain.
+pub const MAX_DEPTH: u32 = 8;
+/// The store calls one search may cause in all, when its caller set no budget.
+pub const DEFAULT_BUDGET: u32 = 256;
+
+/// One callosum's id in a chain: random per process, so two processes never share one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Id(u64);
+
+impl Id {
+    /// A fresh id.
+    pub fn random() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        // RandomState is seeded randomly per process; no other dependency is needed for 64 bits
+        // that differ between processes.
+        let mut hasher = std::hash::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        Self(hasher.finish())
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+/// Where a search stands in its chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chain {
+    /// Callosums before this one (0 for a direct caller).
+    pub depth: u32,
+    /// Their ids, oldest first.
+    pub via: Vec<Id>,
+    /// Store calls this callosum and everything below it may still make.
+    pub budget: u32,
+}
+
+impl Default for Chain {
+    fn default() -> Self {
+        Self::root()
+    }
+}
+
+impl Chain {
+    /// A search that starts here (REST without chain headers, MCP, the CLI).
+    pub fn root() -> Self {
+        Self {
+            depth: 0,
+            via: Vec::new(),
+            budget: DEFAULT_BUDGET,
+        }
+    }
+
+    /// Reads the chain headers through `header` (a lookup by name). Absent or unreadable values
+    /// fall back to a root's; a number too large for `u32` saturates, it never wraps to 0.
+    pub fn from_headers<'a>(header: impl Fn(&str) -> Option<&'a str>) -> Self {
+        let number = |name: &str, default: u32| {
+            header(name)
+                .map(str::trim)
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .map_or(default, |v| v.parse::<u64>().map_or(u32::MAX, saturate))
+        };
+        let via = header(VIA_HEADER)
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|id| u64::from_str_radix(id.trim(), 16).ok().map(Id))
+            // More ids than a chain may be long cannot come from callosums that keep to the rule.
+            .take(MAX_DEPTH as usize + 1)
+            .collect();
+        Self {
+            depth: number(DEPTH_HEADER, 0),
+            via,
+            budget: number(BUDGET_HEADER, DEFAULT_BUDGET).min(DEFAULT_BUDGET),
+        }
+    }
+
+    /// Whether `id` already stands in this chain: the search came back around.
+    pub fn passed(&self, id: Id) -> bool {
+        self.via.contains(&id)
+    }
+
+    /// The chain one level down, through `id`, with `budget` calls for what lies below.
+    pub fn child(&self, id: Id, budget: u32) -> Self {
+        let mut via = self.via.clone();
+        via.push(id);
+        Self {
+            depth: self.depth.saturating_add(1),
+            via,
+            budget,
+        }
+    }
+
+    /// The headers to send with an outbound call.
+    pub fn headers(&self) -> [(&'static str, String); 3] {
+        let via: Vec<String> = self.via.iter().map(Id::to_string).collect();
+        [
+            (DEPTH_HEADER, self.depth.to_string()),
+            (VIA_HEADER, via.join(",")),
+            (BUDGET_HEADER, self.budget.to_string()),
+        ]
+    }
+}
+
+fn saturate(value: u64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> Chain {
+        Chain::from_headers(|name| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
+    }
+
+    #[test]
+    fn headers_round_trip_and_absent_ones_are_a_root() {
+        assert_eq!(read(&[]), Chain::root());
+        let id = Id(0xabc);
+        let child = Chain::root().child(id, 40);
+        let sent = child.headers();
+        let back = read(
+            &sent
+                .iter()
+                .map(|(n, v)| (*n, v.as_str()))
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(back, child);
+        assert!(back.passed(id));
+        assert!(!back.passed(Id(1)));
+        assert_eq!(back.depth, 1);
+    }
+
+    #[test]
+    fn a_huge_depth_saturates_instead_of_wrapping() {
+        // `4294967295 + 1` once wrapped to 0 and turned the depth guard off.
+        let chain = read(&[(DEPTH_HEADER, "4294967295")]);
+        assert_eq!(chain.depth, u32::MAX);
+        assert_eq!(chain.child(Id(1), 0).depth, u32::MAX);
+        assert_eq!(
+            read(&[(DEPTH_HEADER, "99999999999999999999999")]).depth,
+            u32::MAX
+        );
+        assert_eq!(read(&[(DEPTH_HEADER, "-1")]).depth, 0);
+        assert_eq!(read(&[(DEPTH_HEADER, "eight")]).depth, 0);
+    }
+
+    #[test]
+    fn a_caller_cannot_raise_the_budget_and_via_is_bounded() {
+        assert_eq!(read(&[(BUDGET_HEADER, "100000")]).budget, DEFAULT_BUDGET);
+        assert_eq!(read(&[(BUDGET_HEADER, "3")]).budget, 3);
+        assert_eq!(read(&[(BUDGET_HEADER, "0")]).budget, 0);
+        let many = vec!["1"; 100].join(",");
+        assert_eq!(
+            read(&[(VIA_HEADER, &many)]).via.len(),
+            MAX_DEPTH as usize + 1
+        );
+        assert_eq!(read(&[(VIA_HEADER, "zz, 10 ,")]).via, [Id(16)]);
+    }
+}
