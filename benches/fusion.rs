@@ -225,12 +225,20 @@ fn decode_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
         (
             "seren_memory Protocol::decode",
             memory.len(),
-            Box::new(|| memory_protocol.decode(&memory, usize::MAX).map_or(0, |h| h.len())),
+            Box::new(|| {
+                memory_protocol
+                    .decode(&memory, usize::MAX)
+                    .map_or(0, |h| h.len())
+            }),
         ),
         (
             "seren_loci Protocol::decode",
             loci.len(),
-            Box::new(|| loci_protocol.decode(&loci, usize::MAX).map_or(0, |h| h.len())),
+            Box::new(|| {
+                loci_protocol
+                    .decode(&loci, usize::MAX)
+                    .map_or(0, |h| h.len())
+            }),
         ),
         (
             "memory owned maps, path tracking",

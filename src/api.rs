@@ -144,6 +144,8 @@ pub enum RefusalKind {
     NotFound,
     /// 409: it clashes with what exists (a duplicate name, an unreadable overlay).
     Conflict,
+    /// 503: too much is under way; retry shortly.
+    Busy,
     /// 508: the search came back to a callosum it already passed through.
     Loop,
     /// 413: too large.
@@ -187,6 +189,7 @@ impl Refusal {
             RefusalKind::TooLarge => 413,
             RefusalKind::Unprocessable => 422,
             RefusalKind::Internal => 500,
+            RefusalKind::Busy => 503,
             RefusalKind::Loop => 508,
         }
     }

@@ -86,6 +86,24 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// A bearer token, checked: surrounding whitespace (a newline from a file or a keychain
+    /// entry) is dropped, blank means none, and what is left must be printable ASCII with no
+    /// space, since it travels in an `Authorization` header. The message never shows the token.
+    pub fn bearer(value: impl Into<String>) -> Result<Option<Self>, String> {
+        let value = value.into();
+        let token = value.trim();
+        if token.is_empty() {
+            return Ok(None);
+        }
+        if !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(
+                "the token has characters a bearer header cannot carry (spaces, control characters or non-ASCII)"
+                    .into(),
+            );
+        }
+        Ok(Some(Self(token.to_owned())))
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -385,6 +403,10 @@ impl RawStoreEntry {
             None => None,
             Some(text) => Some(Pointer::parse(text).map_err(|why| field("token_keyring", why))?),
         };
+        let token = match self.token {
+            None => None,
+            Some(token) => Secret::bearer(token).map_err(|why| field("token", why))?,
+        };
         Ok(Ok(StoreEntry {
             name,
             kind,
@@ -392,7 +414,7 @@ impl RawStoreEntry {
             weight,
             floor,
             enabled: self.enabled.unwrap_or(true),
-            token: self.token.and_then(Secret::new),
+            token,
             token_keyring,
             token_env: non_blank(&self.token_env).map(str::to_owned),
             timeout,
@@ -878,8 +900,11 @@ impl Config {
             ("server.max_in_flight", server.max_in_flight),
             ("server.max_mcp_sessions", server.max_mcp_sessions),
         ] {
-            if value == 0 {
-                return Err(invalid(format!("{key} must be at least 1, got 0")));
+            // Far above what one process serves, far below what makes tokio's semaphore panic.
+            if !(1..=1_000_000).contains(&value) {
+                return Err(invalid(format!(
+                    "{key} must be within 1..=1000000, got {value}"
+                )));
             }
         }
         if s.mcp_allowed_hosts.is_some() {
@@ -984,15 +1009,20 @@ impl Config {
         };
         let resolved = match &server.token_source {
             TokenSource::None => Ok(None),
-            TokenSource::Inline => Ok(inline.and_then(Secret::new)),
+            TokenSource::Inline => inline
+                .map_or(Ok(None), Secret::bearer)
+                .map_err(|e| format!("server.bearer_token: {e}")),
             TokenSource::Keychain(pointer) => keychain
                 .get(pointer)
                 .map(Some)
                 .map_err(|e| format!("server.bearer_token_keyring: {e}")),
-            TokenSource::Env(name) => var(name)
-                .and_then(Secret::new)
-                .map(Some)
-                .ok_or_else(|| format!("server.bearer_token_env names {name}, which is not set")),
+            TokenSource::Env(name) => match var(name).map(Secret::bearer) {
+                Some(Ok(Some(token))) => Ok(Some(token)),
+                Some(Err(why)) => Err(format!("server.bearer_token_env {name}: {why}")),
+                _ => Err(format!(
+                    "server.bearer_token_env names {name}, which is not set"
+                )),
+            },
         };
         match resolved {
             Ok(token) => server.token = token,
@@ -1272,7 +1302,12 @@ mod tests {
         assert!(error("federation:\n  breaker_cooldown_s: 0\n").contains("breaker_cooldown_s"));
         assert!(
             error("server:\n  max_in_flight: 0\n")
-                .contains("server.max_in_flight must be at least 1")
+                .contains("server.max_in_flight must be within 1..=1000000, got 0")
+        );
+        // A huge cap once panicked in tokio's semaphore (exit 101) instead of being refused.
+        assert!(
+            error("server:\n  max_connections: 9000000000000000000\n")
+                .contains("server.max_connections must be within 1..=1000000")
         );
         assert!(error("server:\n  header_timeout_s: -1\n").contains("server.header_timeout_s"));
         let message =
@@ -1684,6 +1719,36 @@ mod tests {
         assert!(
             message.contains("store 'f': url must not contain a backslash"),
             "{message}"
+        );
+    }
+
+    #[test]
+    fn tokens_must_fit_a_bearer_header() {
+        assert_eq!(
+            Secret::bearer(" tok-en\n").unwrap().unwrap().expose(),
+            "tok-en"
+        );
+        assert!(Secret::bearer("  ").unwrap().is_none());
+        for bad in ["sec ret", "sec\r\nX-Injected: 1", "sëcret"] {
+            let why = Secret::bearer(bad).unwrap_err();
+            assert!(why.contains("bearer header"), "{bad:?}: {why}");
+            assert!(!why.contains(bad), "the token is not quoted");
+        }
+        let message = error(
+            "federation:\n  stores:\n    - name: f\n      type: seren_loci\n      url: http://x\n      token: 'a b'\n",
+        );
+        assert!(
+            message.contains("store 'f': token the token has characters"),
+            "{message}"
+        );
+        let config = parse_env("", &[("SEREN_SCC_BEARER_TOKEN", "two words")]).unwrap();
+        assert!(config.server.token.is_none());
+        assert!(
+            config
+                .server
+                .token_error
+                .unwrap()
+                .starts_with("server.bearer_token: ")
         );
     }
 

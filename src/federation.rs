@@ -36,6 +36,9 @@ pub struct Federation {
     health: Health,
     /// This process's id in chains of callosums (see `chain`).
     id: Id,
+    /// Searches under way, from every surface, capped at `server.max_in_flight`: REST's in-flight
+    /// cap does not see MCP tool calls, which rmcp runs in each session's own task.
+    searches: tokio::sync::Semaphore,
 }
 
 impl Federation {
@@ -51,11 +54,13 @@ impl Federation {
             .tcp_nodelay(true)
             .pool_idle_timeout(Duration::from_secs(90))
             .build()?;
+        let max_searches = config.server.max_in_flight;
         Ok(Self {
             health: Health::new(config.federation.breaker),
             roster: Roster::new(Arc::new(config)),
             client,
             id: Id::random(),
+            searches: tokio::sync::Semaphore::new(max_searches),
         })
     }
 
@@ -95,6 +100,12 @@ impl Federation {
         if query.trim().is_empty() {
             return Err(Refusal::unprocessable("query must not be empty"));
         }
+        let Ok(_searching) = self.searches.try_acquire() else {
+            return Err(Refusal::new(
+                RefusalKind::Busy,
+                "busy: too many searches in flight; retry shortly",
+            ));
+        };
         let federation = &self.config().federation;
         let n = match n_results {
             None => federation.n_results,
@@ -197,16 +208,24 @@ impl Federation {
             }),
         };
         let started = std::time::Instant::now();
-        let result = bound
-            .remote
-            .search(&self.client, query, ask, chain)
-            .await
-            .map_err(|failure| failure.to_string());
-        self.health.record(
-            &bound.name,
-            started.elapsed(),
-            result.as_ref().err().map(String::as_str),
-        );
+        let result = bound.remote.search(&self.client, query, ask, chain).await;
+        let result = match result {
+            Ok(hits) => {
+                self.health.record(&bound.name, started.elapsed(), None);
+                Ok(hits)
+            }
+            Err(failure) => {
+                let reason = failure.to_string();
+                if failure.blames_the_request() {
+                    self.health
+                        .rejected(&bound.name, started.elapsed(), &reason);
+                } else {
+                    self.health
+                        .record(&bound.name, started.elapsed(), Some(&reason));
+                }
+                Err(reason)
+            }
+        };
         // The outcome is recorded: the probe is finished, not abandoned.
         std::mem::forget(probe);
         result
@@ -251,6 +270,7 @@ impl Federation {
     pub async fn add_store(&self, new: NewStore) -> Result<Added, Refusal> {
         let name = new.name.trim().to_owned();
         let active = self.roster.add(new).await?;
+        self.forget_departed();
         Ok(Added {
             ok: true,
             added: name,
@@ -261,11 +281,19 @@ impl Federation {
     /// Removes a managed store; it is not fanned from the very next search.
     pub async fn remove_store(&self, name: &str) -> Result<Removed, Refusal> {
         let active = self.roster.remove(name).await?;
+        self.forget_departed();
         Ok(Removed {
             ok: true,
             removed: name.to_owned(),
             active,
         })
+    }
+
+    /// Drops the health records of stores that left the roster.
+    fn forget_departed(&self) {
+        let fan = self.roster.fan();
+        self.health
+            .retain(fan.rows.iter().map(|row| row.name.as_str()));
     }
 
     /// What `GET /` shows.

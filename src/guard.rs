@@ -251,16 +251,13 @@ pub async fn layer(State(guard): State<Arc<Guard>>, request: Request, next: Next
 }
 
 fn refuse(refused: Refused) -> Response {
-    let mut response = ApiError {
+    // Answered before any body was read: the connection will not carry another request cleanly.
+    ApiError {
         status: refused.status,
         detail: refused.detail,
+        close: true,
     }
-    .into_response();
-    // Answered before any body was read: the connection will not carry another request cleanly.
-    response
-        .headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    response
+    .into_response()
 }
 
 /// Whether `origin` is this listener's own: the scheme and exactly the authority the request was

@@ -242,6 +242,35 @@ impl Health {
         }
     }
 
+    /// Records a call the store refused because of the request itself (400, 413, 414, 422: a query
+    /// it will not take). It counts as a failed call in the record, but says nothing about whether
+    /// the store is up: the breaker is left as it was, and a probe that met it is handed on. So a
+    /// caller who sends queries a store refuses cannot keep that store out of everyone's answers.
+    pub fn rejected(&self, store: &str, latency: Duration, reason: &str) {
+        let mut records = self.lock();
+        let record = records.entry(store.to_owned()).or_default();
+        let seconds = latency.as_secs_f64();
+        record.total_calls += 1;
+        record.failed_calls += 1;
+        record.last_latency = seconds;
+        record.max_latency = record.max_latency.max(seconds);
+        record.last_call_ts = Some(unix_now());
+        record.last_error = Some(reason.chars().take(200).collect());
+        if let Breaker::Probing { cooldown } = record.breaker {
+            record.breaker = Breaker::Open {
+                until: Instant::now(),
+                cooldown,
+            };
+        }
+    }
+
+    /// Drops the records of stores no longer in the roster, so a removed store leaves the public
+    /// health page, and a new store that takes its name starts with a closed breaker.
+    pub fn retain<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
+        let keep: std::collections::HashSet<&str> = names.into_iter().collect();
+        self.lock().retain(|name, _| keep.contains(name.as_str()));
+    }
+
     /// A probe that ended without an outcome (its search was dropped): let the next call probe.
     pub fn abandon_probe(&self, store: &str) {
         let mut records = self.lock();
@@ -449,6 +478,40 @@ mod tests {
             ["down", "fine", "wobbly", "zz"],
             "sorted by name: the stores with a record, and those asked for"
         );
+    }
+
+    #[test]
+    fn a_refusal_caused_by_the_request_never_opens_the_circuit() {
+        let h = health();
+        let t0 = Instant::now();
+        for _ in 0..10 {
+            h.rejected("s", MS, "status 422");
+        }
+        assert_eq!(h.admit_at("s", t0), Admission::Call);
+        let row = &h.snapshot(["s"])[0];
+        assert_eq!(
+            (row.total_calls, row.failed_calls, row.consecutive_failures),
+            (10, 10, 0)
+        );
+        assert_eq!(row.last_error.as_deref(), Some("status 422"));
+        // Open for real, then probed: a 422 on the probe hands the probe on, it does not decide.
+        for _ in 0..3 {
+            h.record_at("s", MS, Some("timeout after 5.00s"), t0);
+        }
+        let later = t0 + Duration::from_secs(6);
+        assert_eq!(h.admit_at("s", later), Admission::Probe);
+        h.rejected("s", MS, "status 422");
+        assert_eq!(h.admit("s"), Admission::Probe);
+    }
+
+    #[test]
+    fn records_of_stores_that_left_the_roster_are_dropped() {
+        let h = health();
+        h.record("gone", MS, Some("x"));
+        h.record("kept", MS, None);
+        h.retain(["kept", "new"]);
+        let names: Vec<String> = h.snapshot([]).into_iter().map(|r| r.name).collect();
+        assert_eq!(names, ["kept"]);
     }
 
     #[test]

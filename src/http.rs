@@ -55,13 +55,17 @@ impl AppState {
 pub struct ApiError {
     pub status: StatusCode,
     pub detail: String,
+    /// Answered before the request was read whole: say `Connection: close`, so the client does
+    /// not send its next request down a connection the server is about to close.
+    pub close: bool,
 }
 
 impl ApiError {
-    fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
         Self {
             status,
             detail: detail.into(),
+            close: false,
         }
     }
 }
@@ -76,7 +80,13 @@ impl From<Refusal> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({"detail": self.detail}))).into_response()
+        let mut response = (self.status, Json(json!({"detail": self.detail}))).into_response();
+        if self.close {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        response
     }
 }
 
@@ -218,7 +228,12 @@ fn decode_body<T: for<'de> Deserialize<'de>>(
 ) -> Result<T, ApiError> {
     let bytes = body.map_err(|rejection| {
         let status = rejection.status();
-        if status == StatusCode::PAYLOAD_TOO_LARGE {
+        if let Some(late) = late_body(&rejection) {
+            ApiError {
+                close: true,
+                ..ApiError::new(StatusCode::REQUEST_TIMEOUT, late.to_string())
+            }
+        } else if status == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
                 status,
                 format!("request body over the {MAX_BODY_BYTES}-byte limit"),
@@ -247,6 +262,18 @@ fn decode_body<T: for<'de> Deserialize<'de>>(
     })
 }
 
+/// The body deadline of `listener.rs`, if that is why a body could not be read.
+fn late_body(rejection: &BytesRejection) -> Option<&crate::listener::BodyTimeout> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+    while let Some(error) = source {
+        if let Some(late) = error.downcast_ref::<crate::listener::BodyTimeout>() {
+            return Some(late);
+        }
+        source = error.source();
+    }
+    None
+}
+
 /// Answers 503 at once when `max_in_flight` requests are already being handled: a caller told
 /// "busy, retry" is better off than one whose request waits behind an unbounded queue.
 async fn limit_in_flight(
@@ -255,15 +282,18 @@ async fn limit_in_flight(
     next: Next,
 ) -> Response {
     let Ok(_permit) = in_flight.try_acquire() else {
-        let mut response = ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "busy: too many requests in flight; retry shortly",
-        )
-        .into_response();
-        let headers = response.headers_mut();
-        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         // Answered without reading the body: the connection will not carry another request.
-        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        let mut response = ApiError {
+            close: true,
+            ..ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy: too many requests in flight; retry shortly",
+            )
+        }
+        .into_response();
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return response;
     };
     next.run(request).await
@@ -293,12 +323,16 @@ async fn require_token(
     {
         return next.run(request).await;
     }
-    let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized").into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     // The request body was never read, so the connection cannot carry another request cleanly:
     // say so, or a client that reuses it may see the connection drop under its next request.
-    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    let mut response = ApiError {
+        close: true,
+        ..ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized")
+    }
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
 }
 

@@ -350,12 +350,7 @@ impl Store for Os {
                 continue;
             }
             match entry.get_password() {
-                Ok(password) => {
-                    return Secret::new(password).ok_or_else(|| KeychainError::Failed {
-                        pointer: pointer.clone(),
-                        why: "the entry is empty".into(),
-                    });
-                }
+                Ok(password) => return usable(pointer, password),
                 Err(keyring_core::Error::NoEntry) => continue,
                 Err(e) => return Err(failure(pointer, &e)),
             }
@@ -430,10 +425,7 @@ mod kernel {
                 pointer: pointer.clone(),
                 why: "the stored value is not UTF-8 text".into(),
             })?;
-            Secret::new(text).ok_or_else(|| KeychainError::Failed {
-                pointer: pointer.clone(),
-                why: "the entry is empty".into(),
-            })
+            super::usable(pointer, text)
         }
 
         fn set(&self, pointer: &Pointer, secret: &Secret) -> Result<(), KeychainError> {
@@ -458,6 +450,17 @@ mod kernel {
             "kernel keyring (keyutils, @u)"
         }
     }
+}
+
+/// A token read from a keychain entry, checked as any bearer token is.
+fn usable(pointer: &Pointer, text: String) -> Result<Secret, KeychainError> {
+    let failed = |why: String| KeychainError::Failed {
+        pointer: pointer.clone(),
+        why,
+    };
+    Secret::bearer(text)
+        .map_err(failed)?
+        .ok_or_else(|| failed("the entry is empty".into()))
 }
 
 fn failure(pointer: &Pointer, error: &keyring_core::Error) -> KeychainError {

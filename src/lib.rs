@@ -22,6 +22,7 @@
 //! - [`http`]: the REST routes, auth, and request ids.
 //! - [`listener`]: the accept loop: connection cap with idle eviction, header timeout, graceful drain.
 //! - [`mcp`]: the four MCP tools over stdio and streamable HTTP (the only module that knows rmcp).
+//! - [`stdio`]: JSON-RPC line framing in front of MCP over stdio (answers what rmcp leaves out).
 //! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
 
 pub mod api;
@@ -39,6 +40,7 @@ pub mod mcp;
 pub mod metadata;
 pub mod overlay;
 pub mod roster;
+pub mod stdio;
 pub mod store;
 
 /// The crate's version, as Cargo knows it.

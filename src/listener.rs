@@ -11,6 +11,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,7 +25,9 @@ pub struct Limits {
     /// when every connection has a request under way.
     pub max_connections: usize,
     /// A connection that has not sent a whole request head within this time (slow headers, or
-    /// idle between requests) is closed.
+    /// idle between requests) is closed; and a request's body must arrive within this time after
+    /// its head, or reading it fails (the handler answers 408), so a body that never comes cannot
+    /// hold an in-flight slot.
     pub header_timeout: Duration,
     /// How long shutdown waits for open requests before it stops anyway.
     pub drain: Duration,
@@ -76,6 +79,9 @@ pub async fn serve_with(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        // A request head fits in 32 KiB (hyper's default lets each connection buffer about 400
+        // KiB of unfinished headers, so 1,000 slow connections held 300 MB).
+        .max_buf_size(MAX_HEAD_BYTES)
         .keep_alive(true);
     let service = hyper_util::service::TowerToHyperService::new(router);
     let mut refused: u64 = 0;
@@ -124,6 +130,7 @@ pub async fn serve_with(
         let tracked = Tracked {
             inner: service.clone(),
             entry: entry.clone(),
+            body_timeout: limits.header_timeout,
         };
         let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), tracked));
         let table = table.clone();
@@ -158,6 +165,9 @@ fn count_and_warn(count: &mut u64, max: usize, message: &str) {
         tracing::warn!(max, count = *count, "{message}");
     }
 }
+
+/// The largest request head (request line and headers) a connection may buffer.
+pub const MAX_HEAD_BYTES: usize = 32 * 1024;
 
 /// How long a newcomer waits for the slot of the connection it evicted.
 const EVICTION_WAIT: Duration = Duration::from_millis(500);
@@ -236,16 +246,18 @@ impl Table {
     }
 }
 
-/// The service of one connection, marking the connection busy while a request is under way.
+/// The service of one connection, marking the connection busy while a request is under way, and
+/// giving each request's body its deadline.
 #[derive(Clone)]
 struct Tracked<S> {
     inner: S,
     entry: Arc<Entry>,
+    body_timeout: Duration,
 }
 
 impl<S, B> hyper::service::Service<hyper::Request<B>> for Tracked<S>
 where
-    S: hyper::service::Service<hyper::Request<B>, Response = hyper::Response<Body>>,
+    S: hyper::service::Service<hyper::Request<Deadline<B>>, Response = hyper::Response<Body>>,
     S::Future: Send + 'static,
 {
     type Response = hyper::Response<Body>;
@@ -256,7 +268,10 @@ where
 
     fn call(&self, request: hyper::Request<B>) -> Self::Future {
         let busy = Busy::new(self.entry.clone());
-        let future = self.inner.call(request);
+        let timeout = self.body_timeout;
+        let future = self
+            .inner
+            .call(request.map(|body| Deadline::new(body, timeout)));
         Box::pin(async move {
             // Busy until the answer's body is sent (or dropped): an MCP event stream stays busy
             // for as long as it is open.
@@ -285,6 +300,72 @@ impl HttpBody for Guarded {
 
     fn is_end_stream(&self) -> bool {
         self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A request body that must end within a deadline of the request's head.
+pub struct Deadline<B> {
+    body: B,
+    timeout: Duration,
+    expires: std::pin::Pin<Box<tokio::time::Sleep>>,
+    ended: bool,
+}
+
+impl<B> Deadline<B> {
+    fn new(body: B, timeout: Duration) -> Self {
+        Self {
+            body,
+            timeout,
+            expires: Box::pin(tokio::time::sleep(timeout)),
+            ended: false,
+        }
+    }
+}
+
+/// The error a late request body fails with; the REST handlers answer it with 408.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within {:.1} s of its head", .0.as_secs_f64())]
+pub struct BodyTimeout(pub Duration);
+
+impl<B> HttpBody for Deadline<B>
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: Into<axum::BoxError>,
+{
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, axum::BoxError>>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        match std::pin::Pin::new(&mut this.body).poll_frame(cx) {
+            Poll::Ready(None) => {
+                this.ended = true;
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(frame)) => Poll::Ready(Some(frame.map_err(Into::into))),
+            Poll::Pending => match this.expires.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    this.ended = true;
+                    Poll::Ready(Some(Err(Box::new(BodyTimeout(this.timeout)))))
+                }
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended || self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {

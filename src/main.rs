@@ -158,6 +158,14 @@ fn init_logging(default: &str) {
 fn load_config(arg: &ConfigArg) -> Result<Config, ExitCode> {
     match Config::load(arg.config.as_deref()) {
         Ok(config) => {
+            // Said at every start: a config found in the working directory (a cloned repository
+            // may carry one) decides which urls get the queries and which variables are sent.
+            tracing::info!(
+                config = %config.path.display(),
+                found = config.exists,
+                chosen = if arg.config.is_some() { "--config" } else { "search order" },
+                "configuration"
+            );
             for warning in &config.warnings {
                 tracing::warn!("{warning}");
             }
@@ -395,7 +403,7 @@ fn render_table(answer: &api::SearchAnswer) -> String {
         "#", "rrf", "store", "rank", "rel", "native", "d"
     );
     for (i, hit) in answer.hits.iter().enumerate() {
-        let content: String = hit.content.replace('\n', " ");
+        let content = printable(&hit.content);
         let content = if content.chars().count() > 72 {
             format!("{}...", content.chars().take(69).collect::<String>())
         } else {
@@ -406,7 +414,7 @@ fn render_table(answer: &api::SearchAnswer) -> String {
             "{:>3}  {:<7.5}  {:<store_width$}  {:>4}  {:>5.3}  {:>6}  {:>6}  {content}",
             i + 1,
             hit.score,
-            hit.store,
+            printable(&hit.store),
             format!("#{}", hit.store_rank),
             hit.base_relevance,
             number(hit.native_score),
@@ -423,12 +431,34 @@ fn render_table(answer: &api::SearchAnswer) -> String {
         or_none(&answer.stores_searched.join(", "))
     );
     for failed in &answer.failed {
-        let _ = writeln!(out, "failed:   {}: {}", failed.name, failed.reason);
+        let _ = writeln!(
+            out,
+            "failed:   {}: {}",
+            printable(&failed.name),
+            printable(&failed.reason)
+        );
     }
     for skipped in &answer.skipped {
-        let _ = writeln!(out, "skipped:  {}: {}", skipped.name, skipped.reason);
+        let _ = writeln!(
+            out,
+            "skipped:  {}: {}",
+            printable(&skipped.name),
+            printable(&skipped.reason)
+        );
     }
     out
+}
+
+/// Store text fit for a terminal: a control character (an escape sequence that sets the title or
+/// writes the clipboard, a carriage return that overwrites the line) or a bidi override becomes a
+/// space, so what a store sends cannot act on the terminal or fake a line of output.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+            if c.is_control() || bidi { ' ' } else { c }
+        })
+        .collect()
 }
 
 fn or_none(text: &str) -> &str {

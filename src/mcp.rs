@@ -10,16 +10,26 @@ use crate::api::{Added, Refusal, Removed, SearchAnswer, Stores, decode_value};
 use crate::chain::Chain;
 use crate::config::NewStore;
 use crate::federation::Federation;
+use futures_util::Stream;
 use rmcp::handler::server::common::schema_for_input;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Json;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::model::{Implementation, JsonObject, ServerCapabilities, ServerConfig};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::session::ServerSseMessage;
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::{
+    SessionId, SessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// What the server tells a host about itself when it connects.
@@ -273,10 +283,41 @@ pub struct StdioError(String);
 /// Serves MCP on stdin/stdout until the host closes stdin. A host that closes stdin before any
 /// request (a probe, or a client that only asked `server/discover`) is a normal end, not an error.
 pub async fn serve_stdio(federation: Arc<Federation>) -> Result<(), StdioError> {
-    let running = match CallosumMcp::new(federation)
-        .serve(rmcp::transport::stdio())
-        .await
-    {
+    serve_lines(federation, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serves MCP over newline-delimited JSON-RPC on `input` and `output`, through the framing of
+/// `stdio.rs` (which answers the lines rmcp would leave unanswered).
+pub async fn serve_lines<R, W>(
+    federation: Arc<Federation>,
+    input: R,
+    output: W,
+) -> Result<(), StdioError>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    // Two in-memory pipes; dropping one end is end of file at the other (split halves would not
+    // pass that on).
+    let (server_in, to_server) = tokio::io::duplex(64 * 1024);
+    let (from_server, server_out) = tokio::io::duplex(64 * 1024);
+    let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+    // Both tasks end with the session: the reader at end of input (which ends the server's input),
+    // the writer when the server's output ends and the reader dropped its sender.
+    let reader = tokio::spawn(crate::stdio::read_host(input, to_server, answers));
+    let writer = tokio::spawn(crate::stdio::write_host(from_server, output, answered));
+    let served = serve_session(federation, server_in, server_out).await;
+    reader.abort();
+    let _ = writer.await;
+    served
+}
+
+async fn serve_session(
+    federation: Arc<Federation>,
+    input: tokio::io::DuplexStream,
+    output: tokio::io::DuplexStream,
+) -> Result<(), StdioError> {
+    let running = match CallosumMcp::new(federation).serve((input, output)).await {
         Ok(running) => running,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(during)) => {
             tracing::info!(%during, "stdin closed before an MCP session began");
@@ -298,7 +339,7 @@ pub async fn serve_stdio(federation: Arc<Federation>) -> Result<(), StdioError> 
 pub fn http_service(
     federation: Arc<Federation>,
     shutdown: CancellationToken,
-) -> StreamableHttpService<CallosumMcp, LocalSessionManager> {
+) -> StreamableHttpService<CallosumMcp, Sessions> {
     // The Host and Origin checks are the guard's (`guard.rs`), which wraps `/mcp` like every
     // other route: one list, one check, so rmcp's own copies are turned off.
     let config = StreamableHttpServerConfig::default()
@@ -306,11 +347,140 @@ pub fn http_service(
         .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES)
         .disable_allowed_hosts()
         .disable_allowed_origins();
+    let sessions = Sessions::new(federation.config().server.max_mcp_sessions);
     StreamableHttpService::new(
         move || Ok(CallosumMcp::new(federation.clone())),
-        LocalSessionManager::default().into(),
+        sessions.into(),
         config,
     )
+}
+
+/// How long an MCP session over HTTP may sit idle before it is closed (rmcp's default is five
+/// minutes). A client that comes back later gets 404 and starts a new session, as the spec says.
+pub const SESSION_IDLE: Duration = Duration::from_secs(120);
+
+/// rmcp's in-memory sessions, capped: at `cap` sessions a new one closes the session used least
+/// recently, so `initialize` posts (each session holds a task and buffers, about 70 KB) cannot
+/// pile up; 20,000 of them once held 1.38 GB. The closed session's client gets 404 on its next
+/// request and starts again.
+pub struct Sessions {
+    inner: LocalSessionManager,
+    cap: usize,
+    /// When each open session last carried a request. Only whole inserts and removes happen under
+    /// this lock, and it is never held across an await.
+    used: Mutex<HashMap<SessionId, Instant>>,
+}
+
+impl Sessions {
+    pub fn new(cap: usize) -> Self {
+        let mut inner = LocalSessionManager::default();
+        inner.session_config.keep_alive = Some(SESSION_IDLE);
+        Self {
+            inner,
+            cap: cap.max(1),
+            used: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How many sessions are open.
+    pub fn len(&self) -> usize {
+        self.used().len()
+    }
+
+    /// Whether no session is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn used(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Instant>> {
+        self.used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn touch(&self, id: &SessionId) {
+        if let Some(at) = self.used().get_mut(id) {
+            *at = Instant::now();
+        }
+    }
+}
+
+impl SessionManager for Sessions {
+    type Error = LocalSessionManagerError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let victim = {
+            let used = self.used();
+            (used.len() >= self.cap)
+                .then(|| {
+                    used.iter()
+                        .min_by_key(|(_, at)| **at)
+                        .map(|(id, _)| id.clone())
+                })
+                .flatten()
+        };
+        if let Some(id) = victim {
+            tracing::debug!(session = %id, cap = self.cap, "MCP session cap reached; closing the one idle longest");
+            self.close_session(&id).await?;
+        }
+        let (id, transport) = self.inner.create_session().await?;
+        self.used().insert(id.clone(), Instant::now());
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.touch(id);
+        self.inner.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.inner.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.used().remove(id);
+        self.inner.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
+        self.inner.create_stream(id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.touch(id);
+        self.inner.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
+        self.inner.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
+        self.inner.resume(id, last_event_id).await
+    }
 }
 
 #[cfg(test)]

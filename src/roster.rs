@@ -449,7 +449,10 @@ fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
         (None, None, Some(name)) => Some(
             std::env::var(name)
                 .ok()
-                .and_then(Secret::new)
+                .map(Secret::bearer)
+                .transpose()
+                .map_err(|why| format!("token_env {name}: {why}"))?
+                .flatten()
                 .ok_or_else(|| format!("token_env {name} is not set"))?,
         ),
         (None, None, None) => None,

@@ -302,3 +302,62 @@ async fn no_token_reaches_a_log_line() {
         Some("Bearer outbound-SECRET-1")
     );
 }
+
+#[tokio::test]
+async fn store_text_cannot_act_on_the_terminal() {
+    // A title escape, concealed text, a clipboard write (OSC 52) and a carriage return that would
+    // overwrite the line: once printed raw by `search`.
+    let hostile =
+        "see\u{1b}]0;owned\u{7}\u{1b}[8mhidden\u{1b}]52;c;ZWNobyBoaQ==\u{7}\rfake line\u{202e}txt";
+    let store =
+        StubStore::hits(json!([{"id": "x", "content": hostile, "raw_distance": 0.1}])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &config_yaml(&[("episodic", "seren_memory", &store.url, "")]),
+    );
+    let output = run(command(&["search", "-c", &config, "q"])).await;
+    assert!(output.status.success());
+    let table = String::from_utf8(output.stdout).unwrap();
+    assert!(table.contains("see "), "{table}");
+    for forbidden in ['\u{1b}', '\u{7}', '\r', '\u{202e}'] {
+        assert!(
+            !table.contains(forbidden),
+            "{forbidden:?} reached the terminal: {table:?}"
+        );
+    }
+    // `--json` is JSON: the text is escaped there, as it should be.
+    let output = run(command(&["search", "-c", &config, "--json", "q"])).await;
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer["hits"][0]["content"], hostile);
+}
+
+#[tokio::test]
+async fn a_reader_that_goes_away_is_not_a_crash() {
+    // `check | head -1` once panicked with exit 101 when head closed the pipe.
+    let store = StubStore::hits(json!([])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &config_yaml(&[("episodic", "seren_memory", &store.url, "")]),
+    );
+    for args in [
+        vec!["check", "-c", &config],
+        vec!["search", "-c", &config, "q"],
+    ] {
+        let mut child = command(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before a line is written.
+        drop(child.stdout.take());
+        let output = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

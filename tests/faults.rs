@@ -4,6 +4,8 @@
 
 mod support;
 
+use axum::response::IntoResponse;
+
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use support::fault::{Fault, FaultStore};
@@ -276,7 +278,10 @@ async fn the_breaker_skips_a_hanging_store_then_probes_it_back() {
 #[tokio::test]
 async fn health_is_public_and_survives_roster_changes() {
     let store = StubStore::hits(memory_hits(&[("x1", 0.1)])).await;
-    let yaml = format!("server:\n  bearer_token: t0k\n{}", yaml(2.0, "", &[]));
+    let yaml = format!(
+        "server:\n  bearer_token: t0k\n{}",
+        yaml(2.0, "", &[("base", "seren_memory", &store.url)])
+    );
     let callosum = Callosum::start(&yaml).await;
     let client = &callosum.client;
     let add = json!({"name": "extra", "type": "seren_memory", "url": store.url});
@@ -290,7 +295,9 @@ async fn health_is_public_and_survives_roster_changes() {
         }
         async move { request.send().await.unwrap().status() }
     };
-    // Add, search, remove, add again, search again: the record outlives the removal.
+    // Add, search, remove, add again, search again: the config store's record outlives every
+    // roster change; the removed store's record goes with it (it once stayed on this public page
+    // for good, and a new store under the same name inherited its breaker).
     assert_eq!(
         send(reqwest::Method::POST, "/stores", Some(&add)).await,
         200
@@ -314,14 +321,55 @@ async fn health_is_public_and_survives_roster_changes() {
     // No token needed for health, like /health.
     let (status, health) = callosum.get("/health/stores").await;
     assert_eq!(status, 200);
-    let row = &health["stores"][0];
-    assert_eq!(row["name"], "extra");
+    let rows = health["stores"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{health}");
+    let (base, extra) = (&rows[0], &rows[1]);
     assert_eq!(
-        row["total_calls"], 2,
-        "the record outlived the store's removal: {health}"
+        (base["name"].as_str(), extra["name"].as_str()),
+        (Some("base"), Some("extra"))
     );
-    assert_eq!(row["health_status"], "healthy");
-    assert_eq!(row["success_rate"], 1.0);
+    assert_eq!(
+        base["total_calls"], 2,
+        "the base store's record outlived the changes: {health}"
+    );
+    assert_eq!(
+        extra["total_calls"], 1,
+        "the re-added store starts afresh: {health}"
+    );
+    assert_eq!(base["health_status"], "healthy");
+    assert_eq!(base["success_rate"], 1.0);
+    // Removed, a store leaves the page.
+    send(reqwest::Method::DELETE, "/stores/extra", None).await;
+    let (_, health) = callosum.get("/health/stores").await;
+    assert_eq!(health["stores"].as_array().unwrap().len(), 1, "{health}");
+}
+
+#[tokio::test]
+async fn a_store_that_refuses_some_queries_is_not_shut_out_for_everyone() {
+    // A store that answers 422 to long queries (SerenMemory does to some bodies): once, three
+    // such queries opened its circuit, and everyone's searches skipped it from then on.
+    let router =
+        axum::Router::new().fallback(axum::routing::post(|body: axum::body::Bytes| async move {
+            let query: Value = serde_json::from_slice(&body).unwrap();
+            if query["query"].as_str().unwrap().len() > 100 {
+                (axum::http::StatusCode::UNPROCESSABLE_ENTITY, "too long").into_response()
+            } else {
+                axum::Json(json!({"hits": [{"id": "m1", "content": "c", "raw_distance": 0.1}]}))
+                    .into_response()
+            }
+        }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let callosum = Callosum::start(&yaml(2.0, "", &[("picky", "seren_memory", &url)])).await;
+    for _ in 0..10 {
+        let (_, answer) = callosum.search(&"long ".repeat(40), None).await;
+        assert_eq!(reason_of(&answer, "picky"), "status 422");
+    }
+    let (_, answer) = callosum.search("short", None).await;
+    assert_eq!(answer["stores_searched"], json!(["picky"]), "{answer}");
+    let (_, health) = callosum.get("/health/stores").await;
+    assert_eq!(health["stores"][0]["breaker"], "closed");
 }
 
 #[tokio::test]

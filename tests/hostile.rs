@@ -372,3 +372,53 @@ async fn a_store_answering_millions_of_tiny_hits_costs_its_body_and_no_more() {
     );
     drop(server);
 }
+
+#[tokio::test]
+async fn a_body_that_never_comes_does_not_hold_a_slot() {
+    // Once, 256 connections that each sent a POST's head and one byte of its body held every
+    // in-flight slot for good: every route answered 503, `GET /health` included.
+    let callosum = Callosum::start("server:\n  max_in_flight: 4\n  header_timeout_s: 1\n").await;
+    let addr = callosum.url.trim_start_matches("http://").to_owned();
+    let mut slow = Vec::new();
+    for path in [
+        "/search", "/search", "/stores", "/mcp", "/search", "/stores",
+    ] {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 1000\r\n\r\n{{"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        slow.push((path, stream));
+    }
+    // Each is answered when its body's time is up, and says why (those past the cap of 4 were
+    // answered 503 at once).
+    let mut late = 0;
+    for (path, mut stream) in slow {
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            stream.read_to_end(&mut answer),
+        )
+        .await;
+        assert!(read.is_ok(), "{path}: the server kept waiting for the body");
+        let answer = String::from_utf8_lossy(&answer);
+        if answer.starts_with("HTTP/1.1 503") {
+            continue;
+        }
+        late += 1;
+        if path == "/mcp" {
+            // rmcp reads its own body; the deadline makes its read fail, and it answers 4xx/5xx.
+            assert!(!answer.starts_with("HTTP/1.1 2"), "{path}: {answer}");
+        } else {
+            assert!(answer.starts_with("HTTP/1.1 408"), "{path}: {answer}");
+            assert!(
+                answer.contains("the request body did not arrive within 1.0 s of its head"),
+                "{answer}"
+            );
+        }
+    }
+    assert_eq!(late, 4, "the four in flight were each cut at the deadline");
+    // And the slots are free again.
+    assert_eq!(callosum.get("/health").await.0, 200);
+    assert_eq!(callosum.search("q", None).await.0, 200);
+}

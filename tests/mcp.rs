@@ -287,6 +287,19 @@ impl RawStdio {
 
     /// Reads stdout lines until the answer with `id`; every line must be JSON-RPC.
     fn answer(&mut self, id: u64) -> Value {
+        self.answer_to(json!(id))
+    }
+
+    fn send_raw(&mut self, line: &[u8]) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// As [`RawStdio::answer`], for any id (a JSON-RPC error to a parse error has a null id).
+    fn answer_to(&mut self, id: Value) -> Value {
         use std::io::BufRead;
         loop {
             let mut line = String::new();
@@ -326,6 +339,46 @@ impl RawStdio {
 fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+}
+
+#[tokio::test]
+async fn over_stdio_every_bad_line_gets_a_json_rpc_answer() {
+    let session = tokio::task::spawn_blocking(|| {
+        let mut raw = RawStdio::start(&["stdio", "-c", "/nonexistent/c.yaml"]);
+        raw.send(initialize());
+        raw.answer(1);
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        // Not JSON: once ignored, now -32700 with a null id (JSON-RPC 2.0, section 5.1).
+        raw.send_raw(b"{this is not json");
+        let parse = raw.answer_to(Value::Null);
+        assert_eq!(parse["error"]["code"], -32700, "{parse}");
+        // A line over the cap: once dropped with no answer, so the client waited forever.
+        let mut long = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search","arguments":{"query":""#.to_vec();
+        long.extend(std::iter::repeat_n(b'x', 2 * 1024 * 1024));
+        long.extend(br#""}}}"#);
+        raw.send_raw(&long);
+        let too_long = raw.answer(5);
+        assert_eq!(too_long["error"]["code"], -32600, "{too_long}");
+        assert!(
+            too_long["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("line limit")
+        );
+        // Arguments that are not an object: -32602 (invalid params), not -32601.
+        raw.send(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "search", "arguments": "jetpack"}}));
+        let params = raw.answer(6);
+        assert_eq!(params["error"]["code"], -32602, "{params}");
+        // And the session goes on.
+        raw.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}));
+        assert_eq!(
+            raw.answer(7)["result"]["tools"].as_array().unwrap().len(),
+            4
+        );
+        raw.close()
+    });
+    let (status, stderr) = session.await.unwrap();
+    assert!(status.success(), "{status:?}: {stderr}");
 }
 
 #[tokio::test]
@@ -466,4 +519,137 @@ async fn shutdown_does_not_wait_on_open_mcp_streams() {
     let status = exited.expect("the server hung on an open MCP stream after SIGTERM");
     assert!(status.success(), "{status:?}");
     drop(client);
+}
+
+/// Opens a legacy (session) MCP session over raw HTTP and returns its id.
+async fn open_session(callosum: &Callosum) -> String {
+    let response = callosum
+        .client
+        .post(format!("{}/mcp", callosum.url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&initialize())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let id = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    // Read the answer through, so the session's first exchange is complete.
+    response.bytes().await.unwrap();
+    id
+}
+
+/// The status a `tools/list` in session `id` gets.
+async fn list_in(callosum: &Callosum, id: &str) -> u16 {
+    let post = |body: Value| {
+        callosum
+            .client
+            .post(format!("{}/mcp", callosum.url))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&body)
+            .send()
+    };
+    let initialized = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await
+        .unwrap();
+    if initialized.status() != 202 {
+        return initialized.status().as_u16();
+    }
+    let response = post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    response.bytes().await.unwrap();
+    status
+}
+
+#[tokio::test]
+async fn mcp_sessions_are_capped_and_the_one_idle_longest_goes() {
+    // Once, 20,000 `initialize` posts were all kept (1.38 GB), each for rmcp's five idle minutes.
+    let callosum = Callosum::start("server:\n  max_mcp_sessions: 4\n").await;
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        ids.push(open_session(&callosum).await);
+    }
+    // The two oldest were closed to make room; the four newest work.
+    for (i, id) in ids.iter().enumerate() {
+        let expected = if i < 2 { 404 } else { 200 };
+        assert_eq!(list_in(&callosum, id).await, expected, "session {i}");
+    }
+    // Using a session keeps it: after the newest four were just used, a new session closes the
+    // one used least recently, which is the oldest of those four.
+    ids.push(open_session(&callosum).await);
+    assert_eq!(list_in(&callosum, &ids[2]).await, 404);
+    for id in &ids[3..] {
+        assert_eq!(list_in(&callosum, id).await, 200);
+    }
+}
+
+#[tokio::test]
+async fn mcp_tool_calls_share_the_in_flight_cap_with_rest() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // A store that counts the searches it is serving at once, and the most it ever saw.
+    #[derive(Clone, Default)]
+    struct Gauge {
+        now: Arc<AtomicUsize>,
+        most: Arc<AtomicUsize>,
+    }
+    let gauge = Gauge::default();
+    let router = axum::Router::new()
+        .fallback(axum::routing::post(
+            |axum::extract::State(g): axum::extract::State<Gauge>| async move {
+                let now = g.now.fetch_add(1, Ordering::SeqCst) + 1;
+                g.most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+                g.now.fetch_sub(1, Ordering::SeqCst);
+                axum::Json(json!({"hits": []}))
+            },
+        ))
+        .with_state(gauge.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let store = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let callosum = Callosum::start(&format!(
+        "server:\n  max_in_flight: 4\n{}",
+        config_yaml(&[("slow", "seren_memory", &store, "")])
+    ))
+    .await;
+    // Once, tool calls in one MCP session were not counted: a client that posts a call and hangs
+    // up on its event stream frees the request's slot at once while rmcp runs the call on in the
+    // session's task, so 600 of them hit the store at once.
+    let session = open_session(&callosum).await;
+    assert_eq!(list_in(&callosum, &session).await, 200);
+    for i in 0..24 {
+        let response = callosum
+            .client
+            .post(format!("{}/mcp", callosum.url))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(
+                &json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
+                          "params": {"name": "search", "arguments": {"query": format!("q{i}")}}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        drop(response);
+    }
+    // The calls run on; wait until the store has nothing under way, then read the gauge.
+    let started = std::time::Instant::now();
+    while gauge.most.load(Ordering::SeqCst) == 0 || gauge.now.load(Ordering::SeqCst) > 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the calls never ended"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let most = gauge.most.load(Ordering::SeqCst);
+    assert!(most <= 4, "the store saw {most} searches at once");
 }

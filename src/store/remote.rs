@@ -34,6 +34,15 @@ pub enum Failure {
     Decode(String),
 }
 
+impl Failure {
+    /// Whether the store refused this request for what it asked (a status a different query
+    /// would not get: 400, 413, 414, 422), rather than failed. Such a refusal says nothing about
+    /// whether the store is up, so it must not open the store's circuit.
+    pub fn blames_the_request(&self) -> bool {
+        matches!(self, Failure::Status(400 | 413 | 414 | 422))
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
