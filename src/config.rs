@@ -98,7 +98,7 @@ impl Secret {
         }
         if !token.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(
-                "the token has characters a bearer header cannot carry (spaces, control characters or non-ASCII)"
+                "has characters a bearer header cannot carry (spaces, control characters or non-ASCII)"
                     .into(),
             );
         }
@@ -1011,14 +1011,14 @@ impl Config {
             TokenSource::None => Ok(None),
             TokenSource::Inline => inline
                 .map_or(Ok(None), Secret::bearer)
-                .map_err(|e| format!("server.bearer_token: {e}")),
+                .map_err(|e| format!("server.bearer_token {e}")),
             TokenSource::Keychain(pointer) => keychain
                 .get(pointer)
                 .map(Some)
                 .map_err(|e| format!("server.bearer_token_keyring: {e}")),
             TokenSource::Env(name) => match var(name).map(Secret::bearer) {
                 Some(Ok(Some(token))) => Ok(Some(token)),
-                Some(Err(why)) => Err(format!("server.bearer_token_env {name}: {why}")),
+                Some(Err(why)) => Err(format!("server.bearer_token_env {name} {why}")),
                 _ => Err(format!(
                     "server.bearer_token_env names {name}, which is not set"
                 )),
@@ -1738,7 +1738,7 @@ mod tests {
             "federation:\n  stores:\n    - name: f\n      type: seren_loci\n      url: http://x\n      token: 'a b'\n",
         );
         assert!(
-            message.contains("store 'f': token the token has characters"),
+            message.contains("store 'f': token has characters"),
             "{message}"
         );
         let config = parse_env("", &[("SEREN_SCC_BEARER_TOKEN", "two words")]).unwrap();
@@ -1748,7 +1748,7 @@ mod tests {
                 .server
                 .token_error
                 .unwrap()
-                .starts_with("server.bearer_token: ")
+                .starts_with("server.bearer_token has characters")
         );
     }
 

@@ -451,7 +451,7 @@ fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
                 .ok()
                 .map(Secret::bearer)
                 .transpose()
-                .map_err(|why| format!("token_env {name}: {why}"))?
+                .map_err(|why| format!("token_env {name} {why}"))?
                 .flatten()
                 .ok_or_else(|| format!("token_env {name} is not set"))?,
         ),

@@ -216,6 +216,12 @@ async fn roster_changes_are_refused_with_the_documented_codes() {
             "unknown store type 'quantum_brain'; known types: [\"seren_callosum\", \"seren_loci\", \"seren_memory\"]".into()),
         (json!({"name": "a", "type": "seren_loci", "url": "gopher://x"}), 400, "url must start with http:// or https://".into()),
         (json!({"name": "a/b", "type": "seren_loci", "url": "http://x"}), 400, "name 'a/b' must be 1-64 characters of A-Z a-z 0-9 . _ - and not start with '.'".into()),
+        // `.` and `..` once passed, and the viewer could not remove them (a path step).
+        (json!({"name": "..", "type": "seren_loci", "url": "http://x"}), 400, "name '..' must be 1-64 characters of A-Z a-z 0-9 . _ - and not start with '.'".into()),
+        (json!({"name": "a\nINFO forged", "type": "seren_loci", "url": "http://x"}), 400, "name 'a\\u{a}INFO forged' must be 1-64 characters of A-Z a-z 0-9 . _ - and not start with '.'".into()),
+        (json!({"name": "a", "type": "seren_loci", "url": "http://127.0.0.1:18004\\@evil"}), 400, "url must not contain a backslash".into()),
+        (json!({"name": "a", "type": "seren_loci", "url": "http://x", "token": "a\r\nX-Evil: 1"}), 400,
+            "store 'a': token has characters a bearer header cannot carry (spaces, control characters or non-ASCII)".into()),
         (json!({"name": "a", "type": "seren_loci", "url": "http://x", "weight": -1}), 400, "store 'a': weight must be a finite number > 0, got -1".into()),
         (json!({"name": "a", "type": "seren_loci", "url": "http://x", "floor": 3}), 400, "store 'a': floor must be within 0..=1, got 3".into()),
         (json!({"name": "a", "type": "seren_loci", "url": "http://x", "weight": "heavy"}), 422, "invalid body: weight: invalid type: string \"heavy\", expected f64".into()),
