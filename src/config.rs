@@ -476,7 +476,13 @@ impl StoreUrl {
     /// character, no `#fragment`. A query is kept and sent; a path is kept and the search path
     /// goes after it.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let text = text.trim().trim_end_matches('/');
+        // A trailing `/` of the path is dropped; one inside a query is the query's own.
+        let text = text.trim();
+        let text = if text.contains('?') {
+            text
+        } else {
+            text.trim_end_matches('/')
+        };
         if text.contains('\\') {
             return Err("must not contain a backslash".into());
         }
@@ -1041,6 +1047,19 @@ impl Config {
         })
     }
 
+    /// Whether the configuration itself names `pointer` (the inbound token, or a config store's):
+    /// such an entry is a person's, and a store added at run time must neither overwrite nor
+    /// delete it.
+    pub fn names_pointer(&self, pointer: &Pointer) -> bool {
+        self.server.token_source == TokenSource::Keychain(pointer.clone())
+            || self
+                .federation
+                .stores
+                .iter()
+                .flatten()
+                .any(|store| store.token_keyring.as_ref() == Some(pointer))
+    }
+
     /// An empty configuration (no file, no environment), for tests.
     pub fn empty(path: &Path) -> Self {
         // Parsing an empty document with an empty environment cannot fail: every default is valid.
@@ -1067,8 +1086,8 @@ fn check_origins<'a>(origins: impl Iterator<Item = &'a str>) -> Result<Vec<Strin
 
 /// Reads a `server.host` as loopback when it is `localhost`, `::1` or any `127.*` address.
 pub fn is_loopback(host: &str) -> bool {
-    let host = host.trim().trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
+    let host = crate::guard::host_of(host);
+    host == "localhost"
         || host
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
@@ -1105,7 +1124,8 @@ impl Server {
 /// What `POST /stores` and `add_store` take, before it becomes a [`StoreEntry`].
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NewStore {
-    /// The store's name: 1-64 of `A-Z a-z 0-9 . _ -`; it labels every hit the store returns.
+    /// The store's name: 1-64 of `A-Z a-z 0-9 . _ -`, not starting with `.`; it labels every hit
+    /// the store returns.
     pub name: String,
     /// The store protocol: one of the known types (`list_stores` shows them).
     #[serde(rename = "type")]
@@ -1121,8 +1141,9 @@ pub struct NewStore {
     #[serde(default)]
     #[schemars(with = "f64", range(min = 0.0, max = 1.0))]
     pub floor: Option<f64>,
-    /// Outbound bearer token the callosum sends to this store. Stored in the runtime overlay file
-    /// (mode 0600) and never shown again.
+    /// Outbound bearer token the callosum sends to this store (printable ASCII, no spaces). Kept in
+    /// the OS keychain when one is at hand, else in the runtime overlay file (mode 0600); never
+    /// shown again.
     #[serde(default)]
     #[schemars(with = "String")]
     pub token: Option<String>,
@@ -1732,7 +1753,7 @@ mod tests {
         for bad in ["sec ret", "sec\r\nX-Injected: 1", "sëcret"] {
             let why = Secret::bearer(bad).unwrap_err();
             assert!(why.contains("bearer header"), "{bad:?}: {why}");
-            assert!(!why.contains(bad), "the token is not quoted");
+            assert!(!why.contains("sec"), "the token is not quoted: {why}");
         }
         let message = error(
             "federation:\n  stores:\n    - name: f\n      type: seren_loci\n      url: http://x\n      token: 'a b'\n",

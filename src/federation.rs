@@ -209,23 +209,22 @@ impl Federation {
         };
         let started = std::time::Instant::now();
         let result = bound.remote.search(&self.client, query, ask, chain).await;
-        let result = match result {
-            Ok(hits) => {
-                self.health.record(&bound.name, started.elapsed(), None);
-                Ok(hits)
+        let took = started.elapsed();
+        // A store removed while this call was under way keeps no record (it would come back on
+        // the health page, and a new store under its name would inherit it).
+        let still_here = self.roster.fan().bound.iter().any(|b| b.name == bound.name);
+        let result = result.map_err(|failure| {
+            let reason = failure.to_string();
+            if still_here && failure.blames_the_request() {
+                self.health.rejected(&bound.name, took, &reason);
+            } else if still_here {
+                self.health.record(&bound.name, took, Some(&reason));
             }
-            Err(failure) => {
-                let reason = failure.to_string();
-                if failure.blames_the_request() {
-                    self.health
-                        .rejected(&bound.name, started.elapsed(), &reason);
-                } else {
-                    self.health
-                        .record(&bound.name, started.elapsed(), Some(&reason));
-                }
-                Err(reason)
-            }
-        };
+            reason
+        });
+        if still_here && result.is_ok() {
+            self.health.record(&bound.name, took, None);
+        }
         // The outcome is recorded: the probe is finished, not abandoned.
         std::mem::forget(probe);
         result

@@ -20,7 +20,7 @@
 //! CORS headers are sent only when `server.allowed_origins` names origins, and then only to them.
 //! This module decides; it never reads a body and knows nothing of the routes but [`is_public`].
 
-use crate::config::Server;
+use crate::config::{Server, escaped};
 use crate::http::{ApiError, is_public};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -60,7 +60,7 @@ impl Guard {
             None
         } else {
             let mut hosts: Vec<String> = LOOPBACK_NAMES.map(str::to_owned).to_vec();
-            let bound = normalize_host(&server.host);
+            let bound = host_of(&server.host);
             let extras = server.allowed_hosts.iter().map(|h| host_of(h));
             for host in std::iter::once(bound).chain(extras) {
                 if !host.is_empty() && !is_wildcard(&host) && !hosts.contains(&host) {
@@ -294,14 +294,6 @@ pub fn host_of(value: &str) -> String {
     host.trim_end_matches('.').to_ascii_lowercase()
 }
 
-/// A bind address as a host name: brackets dropped, lower case.
-fn normalize_host(host: &str) -> String {
-    host.trim()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
-}
-
 fn is_wildcard(host: &str) -> bool {
     host.parse::<std::net::IpAddr>()
         .is_ok_and(|ip| ip.is_unspecified())
@@ -330,21 +322,9 @@ pub fn check_origin_setting(origin: &str) -> Result<String, String> {
     }
 }
 
-/// A header value fit to quote in a message: printable ASCII, cut short, in quotes.
+/// A header value fit to quote in a message (see [`escaped`]).
 fn shown(value: &[u8]) -> String {
-    let text: String = value
-        .iter()
-        .take(100)
-        .map(|&b| {
-            if b.is_ascii_graphic() || b == b' ' {
-                b as char
-            } else {
-                '?'
-            }
-        })
-        .collect();
-    let cut = if value.len() > 100 { "..." } else { "" };
-    format!("'{text}{cut}'")
+    escaped(&String::from_utf8_lossy(value))
 }
 
 #[cfg(test)]

@@ -128,6 +128,8 @@ pub fn router(state: AppState) -> Router {
 pub fn routes(state: &AppState) -> Vec<(&'static str, MethodRouter<AppState>)> {
     // MCP over streamable HTTP answers at `/mcp` and at `/mcp/` (where the Python service lives).
     let mcp = crate::mcp::http_service(state.federation.clone(), state.shutdown.child_token());
+    // Both go through `jsonrpc::judge` first, which answers what rmcp would answer wrongly.
+    let mcp = any_service(mcp).layer(middleware::from_fn(judge_mcp));
     vec![
         ("/", get(root)),
         ("/health", get(health)),
@@ -137,8 +139,8 @@ pub fn routes(state: &AppState) -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/stores/{name}", delete(remove_store)),
         ("/viewer", get(viewer)),
         ("/viewer/", get(viewer)),
-        ("/mcp", any_service(mcp.clone())),
-        ("/mcp/", any_service(mcp)),
+        ("/mcp", mcp.clone()),
+        ("/mcp/", mcp),
     ]
 }
 
@@ -226,22 +228,7 @@ async fn method_not_allowed() -> ApiError {
 fn decode_body<T: for<'de> Deserialize<'de>>(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<T, ApiError> {
-    let bytes = body.map_err(|rejection| {
-        let status = rejection.status();
-        if let Some(late) = late_body(&rejection) {
-            ApiError {
-                close: true,
-                ..ApiError::new(StatusCode::REQUEST_TIMEOUT, late.to_string())
-            }
-        } else if status == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                status,
-                format!("request body over the {MAX_BODY_BYTES}-byte limit"),
-            )
-        } else {
-            ApiError::new(status, rejection.body_text())
-        }
-    })?;
+    let bytes = body.map_err(|rejection| unread_body(&rejection, rejection.status()))?;
     // serde reads a struct from a JSON array too (by position); a request body must be an object.
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         let why = if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -262,9 +249,66 @@ fn decode_body<T: for<'de> Deserialize<'de>>(
     })
 }
 
+/// Reads a post to `/mcp` and answers, as JSON-RPC, what rmcp would answer wrongly (a non-object
+/// `arguments` is -32602, not -32601; a body that is not JSON is -32700); passes the rest on.
+async fn judge_mcp(request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            let announced = parts
+                .headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+            let status = if announced.is_some_and(|n| n > MAX_BODY_BYTES) {
+                StatusCode::PAYLOAD_TOO_LARGE
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            return unread_body(&error, status).into_response();
+        }
+    };
+    if let crate::jsonrpc::Line::Answer(answer) = crate::jsonrpc::judge(&bytes) {
+        let status = if answer["error"]["code"] == -32700 {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::OK
+        };
+        return (status, Json(answer)).into_response();
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}
+
+/// The answer to a request body that could not be read: 408 when it came too late (the deadline
+/// of `listener.rs`), else `status` (413 over the cap, 400 cut short).
+fn unread_body(error: &(dyn std::error::Error + 'static), status: StatusCode) -> ApiError {
+    let detail = match late_body(error) {
+        Some(late) => {
+            return ApiError {
+                close: true,
+                ..ApiError::new(StatusCode::REQUEST_TIMEOUT, late.to_string())
+            };
+        }
+        None if status == StatusCode::PAYLOAD_TOO_LARGE => {
+            format!("request body over the {MAX_BODY_BYTES}-byte limit")
+        }
+        None => "the request body could not be read whole".to_owned(),
+    };
+    ApiError {
+        close: true,
+        ..ApiError::new(status, detail)
+    }
+}
+
 /// The body deadline of `listener.rs`, if that is why a body could not be read.
-fn late_body(rejection: &BytesRejection) -> Option<&crate::listener::BodyTimeout> {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+fn late_body<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a crate::listener::BodyTimeout> {
+    let mut source = Some(error);
     while let Some(error) = source {
         if let Some(late) = error.downcast_ref::<crate::listener::BodyTimeout>() {
             return Some(late);

@@ -130,7 +130,9 @@ pub trait Store: Send + Sync {
 pub struct Keychain {
     backend: Backend,
     opened: OnceLock<Result<Arc<dyn Store>, String>>,
-    read: Mutex<HashMap<Pointer, Secret>>,
+    /// Every read's outcome, failures included: a roster change rebinds every store and must not
+    /// ask a keychain (which may prompt) again for each; a fixed entry is read at the next start.
+    read: Mutex<HashMap<Pointer, Result<Secret, KeychainError>>>,
 }
 
 impl fmt::Debug for Keychain {
@@ -174,26 +176,27 @@ impl Keychain {
         }
     }
 
-    /// Reads a token. Blocks.
+    /// Reads a token, once per process (see `read`). Blocks.
     pub fn get(&self, pointer: &Pointer) -> Result<Secret, KeychainError> {
-        if let Some(secret) = self.cache().get(pointer) {
-            return Ok(secret.clone());
+        if let Some(read) = self.cache().get(pointer) {
+            return read.clone();
         }
-        let secret = self.store()?.get(pointer)?;
-        self.cache().insert(pointer.clone(), secret.clone());
-        Ok(secret)
+        let read = self.store().and_then(|store| store.get(pointer));
+        self.cache().insert(pointer.clone(), read.clone());
+        read
     }
 
     /// Writes an entry (what `keyring set` does in Python's CLI). Blocks.
     pub fn set(&self, pointer: &Pointer, secret: &Secret) -> Result<(), KeychainError> {
         self.store()?.set(pointer, secret)?;
-        self.cache().insert(pointer.clone(), secret.clone());
+        self.cache().insert(pointer.clone(), Ok(secret.clone()));
         Ok(())
     }
 
     /// Keeps a token for a store added at run time: `Ok(Some(pointer))` when it is in the
-    /// keychain, `Ok(None)` when no persistent keychain is at hand (the caller keeps it inline).
-    /// Blocks.
+    /// keychain, `Ok(None)` when no persistent keychain is at hand, or when the entry already
+    /// holds a different token (another process's store of that name, say: it is not overwritten).
+    /// The caller keeps the token inline then. Blocks.
     pub fn keep(
         &self,
         store_name: &str,
@@ -204,8 +207,12 @@ impl Keychain {
             _ => return Ok(None),
         };
         let pointer = Pointer::for_store(store_name);
-        store.set(&pointer, secret)?;
-        self.cache().insert(pointer.clone(), secret.clone());
+        match store.get(&pointer) {
+            Ok(held) if held != *secret => return Ok(None),
+            Ok(_) | Err(KeychainError::NotFound(_)) => {}
+            Err(other) => return Err(other),
+        }
+        self.set(&pointer, secret)?;
         Ok(Some(pointer))
     }
 
@@ -218,7 +225,7 @@ impl Keychain {
         }
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<Pointer, Secret>> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<Pointer, Result<Secret, KeychainError>>> {
         // Only whole inserts and removes happen under this lock: a poisoned map is still whole.
         self.read
             .lock()

@@ -21,8 +21,8 @@
 //! - [`guard`]: what keeps web pages out: the Host allow-list, the Origin check, JSON-only bodies.
 //! - [`http`]: the REST routes, auth, and request ids.
 //! - [`listener`]: the accept loop: connection cap with idle eviction, header timeout, graceful drain.
+//! - [`jsonrpc`]: JSON-RPC framing in front of rmcp (answers what rmcp leaves out).
 //! - [`mcp`]: the four MCP tools over stdio and streamable HTTP (the only module that knows rmcp).
-//! - [`stdio`]: JSON-RPC line framing in front of MCP over stdio (answers what rmcp leaves out).
 //! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
 
 pub mod api;
@@ -34,13 +34,13 @@ pub mod fusion;
 pub mod guard;
 pub mod health;
 pub mod http;
+pub mod jsonrpc;
 pub mod keychain;
 pub mod listener;
 pub mod mcp;
 pub mod metadata;
 pub mod overlay;
 pub mod roster;
-pub mod stdio;
 pub mod store;
 
 /// The crate's version, as Cargo knows it.

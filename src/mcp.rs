@@ -287,7 +287,7 @@ pub async fn serve_stdio(federation: Arc<Federation>) -> Result<(), StdioError> 
 }
 
 /// Serves MCP over newline-delimited JSON-RPC on `input` and `output`, through the framing of
-/// `stdio.rs` (which answers the lines rmcp would leave unanswered).
+/// `jsonrpc.rs` (which answers the lines rmcp would leave unanswered).
 pub async fn serve_lines<R, W>(
     federation: Arc<Federation>,
     input: R,
@@ -301,11 +301,11 @@ where
     // pass that on).
     let (server_in, to_server) = tokio::io::duplex(64 * 1024);
     let (from_server, server_out) = tokio::io::duplex(64 * 1024);
-    let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+    let (answers, answered) = tokio::sync::mpsc::channel(64);
     // Both tasks end with the session: the reader at end of input (which ends the server's input),
     // the writer when the server's output ends and the reader dropped its sender.
-    let reader = tokio::spawn(crate::stdio::read_host(input, to_server, answers));
-    let writer = tokio::spawn(crate::stdio::write_host(from_server, output, answered));
+    let reader = tokio::spawn(crate::jsonrpc::read_host(input, to_server, answers));
+    let writer = tokio::spawn(crate::jsonrpc::write_host(from_server, output, answered));
     let served = serve_session(federation, server_in, server_out).await;
     reader.abort();
     let _ = writer.await;
@@ -410,19 +410,25 @@ impl SessionManager for Sessions {
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        // Chosen and taken out of the count under one lock, so two `initialize` posts at the cap
+        // cannot both pick the same session and both add one.
         let victim = {
-            let used = self.used();
-            (used.len() >= self.cap)
+            let mut used = self.used();
+            let oldest = (used.len() >= self.cap)
                 .then(|| {
                     used.iter()
                         .min_by_key(|(_, at)| **at)
                         .map(|(id, _)| id.clone())
                 })
-                .flatten()
+                .flatten();
+            if let Some(id) = &oldest {
+                used.remove(id);
+            }
+            oldest
         };
         if let Some(id) = victim {
-            tracing::debug!(session = %id, cap = self.cap, "MCP session cap reached; closing the one idle longest");
-            self.close_session(&id).await?;
+            tracing::debug!(session = %id, cap = self.cap, "MCP session cap reached; closing the one used least recently");
+            self.inner.close_session(&id).await?;
         }
         let (id, transport) = self.inner.create_session().await?;
         self.used().insert(id.clone(), Instant::now());

@@ -63,17 +63,67 @@ struct OverlayState {
     error: Option<String>,
 }
 
-/// The live roster.
+/// The live roster. Cheap to share: the state lives behind one `Arc`, so that a change runs to its
+/// end in a task of its own even when the request that asked for it goes away.
 pub struct Roster {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     config: Arc<Config>,
     overlay: tokio::sync::Mutex<OverlayState>,
     live: RwLock<Arc<Fan>>,
 }
 
+/// How long a keychain write or delete may take before the change goes on without it (a locked
+/// keychain may wait on a prompt nobody answers).
+const KEYCHAIN_WAIT: Duration = Duration::from_secs(10);
+
 impl Roster {
     /// Reads the overlay and binds every store. An unreadable overlay is not fatal: it is logged,
     /// shown on `GET /stores`, and never overwritten.
     pub fn new(config: Arc<Config>) -> Self {
+        Self {
+            inner: Arc::new(Inner::new(config)),
+        }
+    }
+
+    /// The configuration the roster was built from.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The current snapshot.
+    pub fn fan(&self) -> Arc<Fan> {
+        self.inner.fan()
+    }
+
+    /// Adds a managed store: checks it, writes the overlay, then fans it from the next search.
+    /// The change runs in its own task: a caller that goes away cannot stop it half done (the
+    /// overlay written but the fan not swapped, or a keychain entry left behind).
+    pub async fn add(&self, new: NewStore) -> Result<usize, Refusal> {
+        let inner = self.inner.clone();
+        finish(tokio::spawn(async move { inner.add(new).await })).await
+    }
+
+    /// Removes a managed store from the overlay and unbinds it at once; see [`Roster::add`].
+    pub async fn remove(&self, name: &str) -> Result<usize, Refusal> {
+        let inner = self.inner.clone();
+        let name = name.to_owned();
+        finish(tokio::spawn(async move { inner.remove(&name).await })).await
+    }
+}
+
+/// Awaits a roster change. The change reports every problem as a refusal; a panic in it is a bug,
+/// passed on as such.
+async fn finish(change: tokio::task::JoinHandle<Result<usize, Refusal>>) -> Result<usize, Refusal> {
+    change
+        .await
+        .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
+}
+
+impl Inner {
+    fn new(config: Arc<Config>) -> Self {
         let state = match overlay::load(&config.overlay_path) {
             Ok(entries) => OverlayState {
                 entries,
@@ -98,13 +148,7 @@ impl Roster {
         }
     }
 
-    /// The configuration the roster was built from.
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    /// The current snapshot.
-    pub fn fan(&self) -> Arc<Fan> {
+    fn fan(&self) -> Arc<Fan> {
         // A poisoned lock only means a writer panicked between two whole-`Arc` states; the value
         // inside is still a complete snapshot, so reading it is safe.
         self.live
@@ -121,8 +165,7 @@ impl Roster {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(fan);
     }
 
-    /// Adds a managed store: checks it, writes the overlay, then fans it from the next search.
-    pub async fn add(&self, new: NewStore) -> Result<usize, Refusal> {
+    async fn add(&self, new: NewStore) -> Result<usize, Refusal> {
         let mut entry = check_new_store(new)?;
         let mut state = self.overlay.lock().await;
         self.refuse_if_overlay_unreadable(&state)?;
@@ -162,8 +205,7 @@ impl Roster {
         Ok(active)
     }
 
-    /// Removes a managed store from the overlay and unbinds it at once.
-    pub async fn remove(&self, name: &str) -> Result<usize, Refusal> {
+    async fn remove(&self, name: &str) -> Result<usize, Refusal> {
         let mut state = self.overlay.lock().await;
         let managed = self
             .fan()
@@ -186,15 +228,26 @@ impl Roster {
         }
         let is_this =
             |entry: &Value| entry.get("name").and_then(Value::as_str).map(str::trim) == Some(name);
+        if !state.entries.iter().any(is_this) {
+            // A row labelled by its place: an overlay entry that cannot be read has no name to
+            // remove it by.
+            return Err(Refusal::new(
+                RefusalKind::NotFound,
+                format!(
+                    "no overlay entry is named '{name}'; an entry that cannot be read is removed by editing {}",
+                    self.config.overlay_path.display()
+                ),
+            ));
+        }
         // The keychain entry the callosum made for this store goes with it; one a person made
-        // (any other pointer) is theirs, and stays.
+        // (any other pointer), or one the config also names, stays.
         let ours = state
             .entries
             .iter()
             .filter(|entry| is_this(entry))
             .filter_map(|entry| entry.get("token_keyring").and_then(Value::as_str))
             .filter_map(|text| Pointer::parse(text).ok())
-            .find(|pointer| pointer.is_ours(name));
+            .find(|pointer| pointer.is_ours(name) && !self.config.names_pointer(pointer));
         let entries: Vec<Value> = state
             .entries
             .iter()
@@ -228,9 +281,21 @@ impl Roster {
     /// inline (the overlay is mode 0600): it is never dropped.
     async fn keep_token(&self, entry: &mut StoreEntry) -> Option<Pointer> {
         let secret = entry.token.clone()?;
+        if self.config.names_pointer(&Pointer::for_store(&entry.name)) {
+            tracing::info!(store = %entry.name, "the config names this store's keychain entry itself: the token is kept in the runtime overlay (mode 0600)");
+            return None;
+        }
         let keychain = self.config.keychain.clone();
         let name = entry.name.clone();
-        let kept = tokio::task::spawn_blocking(move || keychain.keep(&name, &secret)).await;
+        let kept = tokio::time::timeout(
+            KEYCHAIN_WAIT,
+            tokio::task::spawn_blocking(move || keychain.keep(&name, &secret)),
+        )
+        .await;
+        let Ok(kept) = kept else {
+            tracing::warn!(store = %entry.name, "the keychain did not answer within 10 s; the token is kept in the runtime overlay (mode 0600)");
+            return None;
+        };
         match kept {
             Ok(Ok(Some(pointer))) => {
                 entry.token = None;
@@ -238,7 +303,7 @@ impl Roster {
                 Some(pointer)
             }
             Ok(Ok(None)) => {
-                tracing::info!(store = %entry.name, "no persistent keychain: the store's token is kept in the runtime overlay (mode 0600)");
+                tracing::info!(store = %entry.name, "no persistent keychain, or its entry for this store holds another token: the store's token is kept in the runtime overlay (mode 0600)");
                 None
             }
             Ok(Err(error)) => {
@@ -256,11 +321,19 @@ impl Roster {
     async fn forget_token(&self, pointer: Pointer) {
         let keychain = self.config.keychain.clone();
         let target = pointer.clone();
-        match tokio::task::spawn_blocking(move || keychain.forget(&target)).await {
-            Ok(Ok(())) => tracing::debug!(entry = %pointer, "keychain entry removed"),
-            Ok(Err(error)) => tracing::warn!(%error, "keychain entry not removed"),
-            Err(join) => {
+        let forgot = tokio::time::timeout(
+            KEYCHAIN_WAIT,
+            tokio::task::spawn_blocking(move || keychain.forget(&target)),
+        )
+        .await;
+        match forgot {
+            Ok(Ok(Ok(()))) => tracing::debug!(entry = %pointer, "keychain entry removed"),
+            Ok(Ok(Err(error))) => tracing::warn!(%error, "keychain entry not removed"),
+            Ok(Err(join)) => {
                 tracing::warn!(entry = %pointer, error = %join, "keychain entry not removed")
+            }
+            Err(_) => {
+                tracing::warn!(entry = %pointer, "keychain entry not removed: no answer within 10 s")
             }
         }
     }
@@ -351,10 +424,13 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
             .and_then(|raw| raw.check(&place));
         match entry {
             Ok(entry) => entry,
+            // Labelled by its name only when the name keeps the name rule, else by its place.
             Err(message) => Err(Invalid {
                 name: value
                     .get("name")
                     .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|n| crate::config::check_name(n).is_ok())
                     .map_or(place, str::to_owned),
                 reason: format!("invalid entry: {message}"),
             }),

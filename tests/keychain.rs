@@ -282,3 +282,109 @@ fn scopeguard<'a>(keychain: &'a Keychain, pointer: &'a Pointer) -> impl Drop + '
     }
     Guard(keychain, pointer)
 }
+
+#[tokio::test]
+async fn a_run_time_token_never_overwrites_or_deletes_an_entry_it_does_not_own() {
+    let store = StubStore::hits(json!([])).await;
+    let keychain = Keychain::new(Backend::Keyutils);
+    let (taken, named) = (
+        format!("taken-{}", std::process::id()),
+        format!("named-{}", std::process::id()),
+    );
+    // An entry under a store's name that holds another token (another process's store, say).
+    let taken_pointer = Pointer::for_store(&taken);
+    keychain
+        .set(&taken_pointer, &Secret::new("someone-elses").unwrap())
+        .unwrap();
+    let _taken_guard = scopeguard(&keychain, &taken_pointer);
+    // And one the config itself names, for the inbound token.
+    let named_pointer = Pointer::for_store(&named);
+    keychain
+        .set(&named_pointer, &Secret::new("the-inbound-token").unwrap())
+        .unwrap();
+    let _named_guard = scopeguard(&keychain, &named_pointer);
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let callosum = Callosum::start_with(
+        dir.clone(),
+        config(
+            dir.path(),
+            &format!("server:\n  bearer_token_keyring: {named_pointer}\n"),
+        ),
+    )
+    .await;
+    let add = |name: &str, token: &str| {
+        let body = json!({"name": name, "type": "seren_memory", "url": store.url, "token": token});
+        let client = callosum.client.clone();
+        let url = format!("{}/stores", callosum.url);
+        async move {
+            client
+                .post(url)
+                .bearer_auth("the-inbound-token")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    assert_eq!(add(&taken, "mine-1").await, 200);
+    assert_eq!(add(&named, "mine-2").await, 200);
+    // Both were kept inline, and the entries are as they were.
+    let saved = read_json(&callosum.overlay_path());
+    assert_eq!(saved[0]["token"], "mine-1", "{saved}");
+    assert_eq!(saved[1]["token"], "mine-2", "{saved}");
+    let fresh = Keychain::new(Backend::Keyutils);
+    assert_eq!(fresh.get(&taken_pointer).unwrap().expose(), "someone-elses");
+    assert_eq!(
+        fresh.get(&named_pointer).unwrap().expose(),
+        "the-inbound-token"
+    );
+    // Removing the stores leaves the entries alone too.
+    for name in [&taken, &named] {
+        let status = callosum
+            .client
+            .delete(format!("{}/stores/{name}", callosum.url))
+            .bearer_auth("the-inbound-token")
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 200);
+    }
+    let fresh = Keychain::new(Backend::Keyutils);
+    assert!(fresh.get(&taken_pointer).is_ok());
+    assert!(fresh.get(&named_pointer).is_ok());
+}
+
+#[tokio::test]
+async fn a_failed_overlay_write_takes_the_keychain_entry_back() {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    // The overlay's directory is a file: the write fails after the token went to the keychain.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let overlay = blocker.join("runtime-stores.json").display().to_string();
+    let path = dir.path().join("seren-corpus-callosum.yaml");
+    std::fs::write(&path, "").unwrap();
+    let config = Config::parse_with(
+        &path,
+        "",
+        &move |name| (name == "SEREN_SCC_RUNTIME_STORES").then(|| overlay.clone()),
+        Some(Arc::new(Keychain::new(Backend::Keyutils))),
+    )
+    .unwrap();
+    let callosum = Callosum::start_with(dir, config).await;
+    let name = format!("rolled-back-{}", std::process::id());
+    let (status, answer) = callosum
+        .post(
+            "/stores",
+            json!({"name": name, "type": "seren_memory", "url": "http://127.0.0.1:9", "token": "t-1"}),
+        )
+        .await;
+    assert_eq!(status, 500, "{answer}");
+    assert!(
+        Keychain::new(Backend::Keyutils)
+            .get(&Pointer::for_store(&name))
+            .is_err(),
+        "nothing changed, the keychain included"
+    );
+}

@@ -568,6 +568,42 @@ async fn list_in(callosum: &Callosum, id: &str) -> u16 {
 }
 
 #[tokio::test]
+async fn over_http_a_bad_message_gets_the_json_rpc_answer_it_should() {
+    let callosum = Callosum::start("").await;
+    let session = open_session(&callosum).await;
+    assert_eq!(list_in(&callosum, &session).await, 200);
+    let post = |body: &'static str| {
+        callosum
+            .client
+            .post(format!("{}/mcp", callosum.url))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .body(body)
+            .send()
+    };
+    // rmcp answers non-object arguments with -32601 (method not found), over HTTP as over stdio.
+    let response = post(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"search","arguments":"jetpack"}}"#)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["id"], 9);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let response = post("{not json").await.unwrap();
+    assert_eq!(response.status(), 400);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    // A good call still goes through.
+    let response = post(r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"list_stores","arguments":{}}}"#)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.text().await.unwrap().contains("\"id\":10"));
+}
+
+#[tokio::test]
 async fn mcp_sessions_are_capped_and_the_one_idle_longest_goes() {
     // Once, 20,000 `initialize` posts were all kept (1.38 GB), each for rmcp's five idle minutes.
     let callosum = Callosum::start("server:\n  max_mcp_sessions: 4\n").await;

@@ -158,10 +158,13 @@ impl Remote {
         {
             return Err(Failure::TooLarge(self.body_cap));
         }
+        // Sized by what the store announces, up to 64 KiB: a store that announces 8 MiB and then
+        // stalls must not cost 8 MiB per search before a byte has come.
         let mut bytes = Vec::with_capacity(
             response
                 .content_length()
-                .map_or(8 * 1024, |len| len as usize),
+                .map_or(8 * 1024, |len| len as usize)
+                .min(64 * 1024),
         );
         while let Some(chunk) = response
             .chunk()

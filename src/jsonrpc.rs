@@ -1,12 +1,14 @@
-//! JSON-RPC line framing in front of MCP over stdio: the answers rmcp's own line reader leaves
-//! out, so a host never waits forever on a line it got wrong.
+//! JSON-RPC framing in front of rmcp: the answers rmcp leaves out, so a client never waits forever
+//! on a message it got wrong, over stdio or at `/mcp`.
 //!
-//! rmcp (3.11) ignores a line that is not JSON, drops a line over its length cap, and answers a
-//! `tools/call` whose `arguments` is not an object with -32601 (method not found). JSON-RPC 2.0
-//! says a parse error is answered -32700 (with a null id), an invalid request -32600, and invalid
-//! params -32602. This filter reads stdin a line at a time, answers those three cases itself, and
-//! passes every other line to rmcp unchanged; it merges rmcp's lines and its own onto stdout whole,
-//! so the two never interleave inside a line. It does not speak MCP: it knows only JSON-RPC.
+//! rmcp (3.11) ignores a stdio line that is not JSON, drops a line over its length cap, and
+//! answers a `tools/call` whose `arguments` is not an object with -32601 (method not found), over
+//! stdio and HTTP alike. JSON-RPC 2.0 says a parse error is answered -32700 (with a null id), an
+//! invalid request -32600, and invalid params -32602. [`judge`] decides about one message; over
+//! stdio, [`read_host`] and [`write_host`] read stdin a line at a time, answer those cases
+//! themselves, pass every other line to rmcp unchanged, and merge rmcp's lines and their own onto
+//! stdout whole, so the two never interleave inside a line; `http.rs` puts [`judge`] in front of
+//! `/mcp` posts. This module does not speak MCP: it knows only JSON-RPC.
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -47,10 +49,12 @@ pub fn judge(line: &[u8]) -> Line {
     };
     let is_call = message.get("method").and_then(Value::as_str) == Some("tools/call");
     let arguments = message.get("params").and_then(|p| p.get("arguments"));
-    if is_call && arguments.is_some_and(|a| !a.is_object() && !a.is_null()) {
-        let id = message.get("id").cloned().unwrap_or(Value::Null);
+    // A message without an id is a notification, which is never answered.
+    if let Some(id) = message.get("id").filter(|_| is_call)
+        && arguments.is_some_and(|a| !a.is_object() && !a.is_null())
+    {
         return Line::Answer(error(
-            id,
+            id.clone(),
             -32602,
             "Invalid params: tools/call arguments must be a JSON object",
         ));
@@ -170,7 +174,7 @@ fn value_end(text: &[u8], i: usize) -> Option<usize> {
 /// Reads the host's lines from `input`, answering what [`judge`] answers through `answers` and
 /// writing every other line to `server` (the MCP server's input). Returns at end of input, after
 /// which `server` is dropped and the server sees the end too.
-pub async fn read_host<R, W>(input: R, mut server: W, answers: mpsc::UnboundedSender<Value>)
+pub async fn read_host<R, W>(input: R, mut server: W, answers: mpsc::Sender<Value>)
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -179,42 +183,50 @@ where
     let mut line = Vec::new();
     loop {
         line.clear();
-        // One byte past the cap tells a long line from one exactly at it.
+        // Two bytes past the cap (for `\r\n`) tell a long line from one exactly at it.
         let read = (&mut input)
-            .take(MAX_LINE as u64 + 1)
+            .take(MAX_LINE as u64 + 2)
             .read_until(b'\n', &mut line)
             .await;
         match read {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        if line.len() > MAX_LINE && line.last() != Some(&b'\n') {
-            let _ = answers.send(too_long(&line));
-            // Read over the rest of the long line.
-            loop {
-                let buffer = match input.fill_buf().await {
-                    Ok([]) | Err(_) => return,
-                    Ok(buffer) => buffer,
-                };
-                match buffer.iter().position(|b| *b == b'\n') {
-                    Some(at) => {
-                        input.consume(at + 1);
-                        break;
-                    }
-                    None => {
-                        let all = buffer.len();
-                        input.consume(all);
+        let ended = line.last() == Some(&b'\n');
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if text.len() > MAX_LINE || (!ended && line.len() > MAX_LINE) {
+            // A host that never reads its answers holds this filter here, not its memory.
+            if answers.send(too_long(text)).await.is_err() {
+                return;
+            }
+            // Read over the rest of the long line, unless it all came.
+            if !ended {
+                loop {
+                    let buffer = match input.fill_buf().await {
+                        Ok([]) | Err(_) => return,
+                        Ok(buffer) => buffer,
+                    };
+                    match buffer.iter().position(|b| *b == b'\n') {
+                        Some(at) => {
+                            input.consume(at + 1);
+                            break;
+                        }
+                        None => {
+                            let all = buffer.len();
+                            input.consume(all);
+                        }
                     }
                 }
             }
             continue;
         }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
         match judge(text) {
             Line::Skip => {}
             Line::Answer(answer) => {
-                let _ = answers.send(answer);
+                if answers.send(answer).await.is_err() {
+                    return;
+                }
             }
             Line::Forward => {
                 let written = async {
@@ -232,7 +244,7 @@ where
 
 /// Writes the server's lines (read from `server`) and this filter's answers to `output`, each
 /// whole. Ends when the server's output ends and no answer is left to send.
-pub async fn write_host<R, W>(server: R, mut output: W, mut answers: mpsc::UnboundedReceiver<Value>)
+pub async fn write_host<R, W>(server: R, mut output: W, mut answers: mpsc::Receiver<Value>)
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -297,9 +309,55 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"list_stores"}}"#.as_slice(),
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":null}}"#,
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"arguments":5}}"#,
+            // A notification is never answered, however wrong.
+            br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":5}}"#,
         ] {
             assert_eq!(judge(ok), Line::Forward);
         }
+    }
+
+    /// Runs `input` through [`read_host`]: what reaches the server, and what is answered.
+    async fn framed(input: Vec<u8>) -> (Vec<u8>, Vec<Value>) {
+        let (to_server, mut server) = tokio::io::duplex(8 * MAX_LINE);
+        let (answers, mut answered) = mpsc::channel(64);
+        read_host(&input[..], to_server, answers).await;
+        let mut forwarded = Vec::new();
+        server.read_to_end(&mut forwarded).await.unwrap();
+        let mut all = Vec::new();
+        while let Ok(answer) = answered.try_recv() {
+            all.push(answer);
+        }
+        (forwarded, all)
+    }
+
+    #[tokio::test]
+    async fn lines_at_and_past_the_limit() {
+        let at = |end: &[u8]| {
+            let mut line = br#"{"id":1,"x":""#.to_vec();
+            line.resize(MAX_LINE - 2, b'x');
+            line.extend(br#""}"#);
+            line.extend(end);
+            line
+        };
+        // Exactly at the limit, with `\n` or `\r\n`: passed on; the next line too.
+        for end in [&b"\n"[..], b"\r\n"] {
+            let mut input = at(end);
+            input.extend(b"{\"id\":2}\n");
+            let (forwarded, answers) = framed(input).await;
+            assert!(answers.is_empty(), "{answers:?}");
+            assert_eq!(forwarded.len(), MAX_LINE + 1 + 9);
+        }
+        // One byte over, ended: answered, and the next line is still read.
+        let mut over = at(b"");
+        over.insert(10, b' ');
+        over.extend(b"\n{\"id\":2}\n");
+        let (forwarded, answers) = framed(over).await;
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0]["id"], 1);
+        assert_eq!(forwarded, b"{\"id\":2}\n");
+        // A last line without a newline is passed on with one.
+        let (forwarded, _) = framed(b"{\"id\":3}".to_vec()).await;
+        assert_eq!(forwarded, b"{\"id\":3}\n");
     }
 
     #[test]
