@@ -1,7 +1,8 @@
 //! Per-store health: every call's outcome and latency, and the circuit breaker that reads them.
 //!
-//! Records are keyed by store name and live beside the roster, not in it, so they survive roster
-//! changes (a store removed and added again keeps its history). The breaker exists so that a store
+//! Records are keyed by store name and live beside the roster, not in it, so they survive changes
+//! to the roster around them; a store's own record goes when the store does (a new store under
+//! that name starts afresh, breaker closed). The breaker exists so that a store
 //! that hangs does not tax every search with its full timeout: after `failures` consecutive
 //! failures the store is skipped at once (named in `failed` as `circuit open: <last error>`), then
 //! one probe call is let through after a cool-down that doubles, up to a maximum, while the store
