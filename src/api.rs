@@ -88,16 +88,115 @@ pub struct StoreRow {
     /// Whether an outbound token is set (never the token itself).
     pub auth: bool,
     /// `active`, `disabled`, or `skipped: <reason>`.
-    pub status: String,
+    pub status: StoreStatus,
     /// For an active store, its circuit breaker: `closed`, `open` or `probing`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub breaker: Option<String>,
+    pub breaker: Option<BreakerState>,
+}
+
+/// How a configured store is bound. On the wire it is one string, as the Python service writes
+/// it: `active`, `disabled` or `skipped: <reason>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreStatus {
+    Active,
+    Disabled,
+    Skipped(String),
+}
+
+impl std::fmt::Display for StoreStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreStatus::Active => f.write_str("active"),
+            StoreStatus::Disabled => f.write_str("disabled"),
+            StoreStatus::Skipped(reason) => write!(f, "skipped: {reason}"),
+        }
+    }
+}
+
+impl Serialize for StoreStatus {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for StoreStatus {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(match text.as_str() {
+            "active" => StoreStatus::Active,
+            "disabled" => StoreStatus::Disabled,
+            other => {
+                StoreStatus::Skipped(other.strip_prefix("skipped: ").unwrap_or(other).to_owned())
+            }
+        })
+    }
+}
+
+impl JsonSchema for StoreStatus {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StoreStatus".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "`active`, `disabled`, or `skipped: <reason>`"
+        })
+    }
+}
+
+/// A store's circuit breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BreakerState {
+    /// Calls go through.
+    Closed,
+    /// Calls are skipped until the cool-down ends.
+    Open,
+    /// One probe call is under way.
+    Probing,
+}
+
+/// What a store's record says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthStatus {
+    /// No calls yet.
+    Unknown,
+    /// A success rate of 0.9 or more, and the last call succeeded.
+    Healthy,
+    /// A success rate of 0.7 or more, and fewer than 3 failures in a row.
+    Degraded,
+    Unhealthy,
+}
+
+/// One store's health, as `GET /health/stores` shows it. Latencies are in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StoreHealth {
+    pub name: String,
+    pub total_calls: u64,
+    pub successful_calls: u64,
+    pub failed_calls: u64,
+    /// Calls not made because the circuit was open.
+    pub short_circuited: u64,
+    pub success_rate: f64,
+    pub avg_latency: f64,
+    pub max_latency: f64,
+    pub last_latency: f64,
+    pub last_error: Option<String>,
+    pub consecutive_failures: u32,
+    pub health_status: HealthStatus,
+    pub breaker: BreakerState,
+    /// While open: seconds until the next probe.
+    pub breaker_retry_in_s: Option<f64>,
+    pub last_call_ts: Option<f64>,
+    pub last_success_ts: Option<f64>,
 }
 
 /// `GET /health/stores`: every store's call record, with counts by status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HealthAnswer {
-    pub stores: Vec<crate::health::StoreHealth>,
+    pub stores: Vec<StoreHealth>,
     pub healthy: usize,
     pub degraded: usize,
     pub unhealthy: usize,

@@ -6,15 +6,14 @@
 //! the request itself (an empty query, an `n_results` out of range).
 
 use crate::api::{
-    self, Added, HealthAnswer, Info, NameReason, Refusal, RefusalKind, Removed, SearchAnswer,
-    Stores,
+    self, Added, HealthAnswer, HealthStatus, Info, NameReason, Refusal, RefusalKind, Removed,
+    SearchAnswer, StoreStatus, Stores,
 };
 use crate::chain::{Chain, Id, MAX_DEPTH};
 use crate::config::{Config, NewStore};
 use crate::fusion::{self, RankedList};
-use crate::health::{Admission, Health};
-use crate::roster::Bound;
-use crate::roster::Roster;
+use crate::health::{Admission, Health, Outcome};
+use crate::roster::{Bound, Fan, Roster};
 use crate::store;
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,18 +87,7 @@ impl Federation {
                 "loop: this search has already passed through this callosum",
             ));
         }
-        if query.len() > MAX_QUERY_BYTES {
-            return Err(Refusal::new(
-                RefusalKind::TooLarge,
-                format!(
-                    "query is {} bytes; the limit is {MAX_QUERY_BYTES}",
-                    query.len()
-                ),
-            ));
-        }
-        if query.trim().is_empty() {
-            return Err(Refusal::unprocessable("query must not be empty"));
-        }
+        let n = self.check_request(query, n_results)?;
         let Ok(_searching) = self.searches.try_acquire() else {
             return Err(Refusal::new(
                 RefusalKind::Busy,
@@ -107,39 +95,9 @@ impl Federation {
             ));
         };
         let federation = &self.config().federation;
-        let n = match n_results {
-            None => federation.n_results,
-            Some(n) if (1..=MAX_N_RESULTS).contains(&n) => n as usize,
-            Some(n) => {
-                return Err(Refusal::unprocessable(format!(
-                    "n_results must be within 1..={MAX_N_RESULTS}, got {n}"
-                )));
-            }
-        };
         let ask = n.saturating_mul(federation.fetch_multiplier).max(n);
         let fan = self.roster.fan();
-
-        // Every store call carries the chain on, whatever the store's type (a `seren_memory` url
-        // may be a callosum too). Too deep, or out of budget, a store is named, not asked.
-        let asked = if chain.depth >= MAX_DEPTH {
-            0
-        } else {
-            fan.bound.len().min(chain.budget as usize)
-        };
-        let below = chain.child(self.id, per_store_budget(chain.budget, asked));
-        let calls = fan.bound[..asked]
-            .iter()
-            .map(|bound| self.call(bound, query, ask, &below));
-        let mut results = futures_util::future::join_all(calls).await;
-        let not_asked = if chain.depth >= MAX_DEPTH {
-            format!("not asked: {MAX_DEPTH} callosums already stand in this chain (a loop?)")
-        } else {
-            format!(
-                "not asked: this search's budget of {} store calls is spent",
-                chain.budget
-            )
-        };
-        results.extend(fan.bound[asked..].iter().map(|_| Err(not_asked.clone())));
+        let results = self.fan_out(&fan, query, ask, chain).await;
 
         let mut answered = Vec::new();
         let mut lists = Vec::new();
@@ -154,14 +112,14 @@ impl Federation {
                         hits,
                     });
                 }
-                Err(reason) => {
+                Err(why) => {
                     // Per search at debug only: the first failure of a run, and the breaker's
                     // openings, are logged at warn by `health`, so a dead store does not write
                     // a line per search.
-                    tracing::debug!(store = %bound.name, %reason, "store gave nothing");
+                    tracing::debug!(store = %bound.name, reason = %why, "store gave nothing");
                     failed.push(NameReason {
                         name: bound.name.clone(),
-                        reason,
+                        reason: why.to_string(),
                     });
                 }
             }
@@ -189,17 +147,64 @@ impl Federation {
         })
     }
 
-    /// One store call, through the breaker, recorded in the store's health. A failure comes back as
-    /// its reason, the text both the health record and the answer's `failed` entry show.
+    /// Checks a search's query and `n_results`, and says how many fused hits it wants.
+    fn check_request(&self, query: &str, n_results: Option<i64>) -> Result<usize, Refusal> {
+        if query.len() > MAX_QUERY_BYTES {
+            return Err(Refusal::new(
+                RefusalKind::TooLarge,
+                format!(
+                    "query is {} bytes; the limit is {MAX_QUERY_BYTES}",
+                    query.len()
+                ),
+            ));
+        }
+        if query.trim().is_empty() {
+            return Err(Refusal::unprocessable("query must not be empty"));
+        }
+        match n_results {
+            None => Ok(self.config().federation.n_results),
+            Some(n) if (1..=MAX_N_RESULTS).contains(&n) => Ok(n as usize),
+            Some(n) => Err(Refusal::unprocessable(format!(
+                "n_results must be within 1..={MAX_N_RESULTS}, got {n}"
+            ))),
+        }
+    }
+
+    /// Asks every bound store at once, in roster order, for `ask` hits. Every call carries the
+    /// chain on, whatever the store's type (a `seren_memory` url may be a callosum too); too deep
+    /// in a chain, or out of budget, a store is named, not asked.
+    async fn fan_out(
+        &self,
+        fan: &Fan,
+        query: &str,
+        ask: usize,
+        chain: &Chain,
+    ) -> Vec<Result<Vec<store::Hit>, Unanswered>> {
+        let (asked, not_asked) = if chain.depth >= MAX_DEPTH {
+            (0, Unanswered::TooDeep)
+        } else {
+            let asked = fan.bound.len().min(chain.budget as usize);
+            (asked, Unanswered::OverBudget(chain.budget))
+        };
+        let below = chain.child(self.id, per_store_budget(chain.budget, asked));
+        let calls = fan.bound[..asked]
+            .iter()
+            .map(|bound| self.call(bound, query, ask, &below));
+        let mut results = futures_util::future::join_all(calls).await;
+        results.extend(fan.bound[asked..].iter().map(|_| Err(not_asked.clone())));
+        results
+    }
+
+    /// One store call, through the breaker, recorded in the store's health.
     async fn call(
         &self,
         bound: &Bound,
         query: &str,
         ask: usize,
         chain: &Chain,
-    ) -> Result<Vec<store::Hit>, String> {
+    ) -> Result<Vec<store::Hit>, Unanswered> {
         let probe = match self.health.admit(&bound.name) {
-            Admission::Skip(reason) => return Err(reason),
+            Admission::Skip { last_error } => return Err(Unanswered::CircuitOpen(last_error)),
             Admission::Call => None,
             // If this search is dropped mid-probe, the guard lets the next call probe instead.
             Admission::Probe => Some(ProbeGuard {
@@ -209,25 +214,15 @@ impl Federation {
         };
         let started = std::time::Instant::now();
         let result = bound.remote.search(&self.client, query, ask, chain).await;
-        let took = started.elapsed();
         // A store removed while this call was under way keeps no record (it would come back on
         // the health page, and a new store under its name would inherit it).
-        let still_here = self.roster.fan().bound.iter().any(|b| b.name == bound.name);
-        let result = result.map_err(|failure| {
-            let reason = failure.to_string();
-            if still_here && failure.blames_the_request() {
-                self.health.rejected(&bound.name, took, &reason);
-            } else if still_here {
-                self.health.record(&bound.name, took, Some(&reason));
-            }
-            reason
-        });
-        if still_here && result.is_ok() {
-            self.health.record(&bound.name, took, None);
+        if self.roster.fan().bound.iter().any(|b| b.name == bound.name) {
+            self.health
+                .record(&bound.name, started.elapsed(), outcome(&result));
         }
         // The outcome is recorded: the probe is finished, not abandoned.
         std::mem::forget(probe);
-        result
+        result.map_err(Unanswered::Call)
     }
 
     /// Every store's health, as `GET /health/stores` shows it.
@@ -236,12 +231,12 @@ impl Federation {
         let stores = self
             .health
             .snapshot(fan.bound.iter().map(|b| b.name.as_str()));
-        let count = |status: &str| stores.iter().filter(|s| s.health_status == status).count();
+        let count = |status| stores.iter().filter(|s| s.health_status == status).count();
         HealthAnswer {
-            healthy: count("healthy"),
-            degraded: count("degraded"),
-            unhealthy: count("unhealthy"),
-            unknown: count("unknown"),
+            healthy: count(HealthStatus::Healthy),
+            degraded: count(HealthStatus::Degraded),
+            unhealthy: count(HealthStatus::Unhealthy),
+            unknown: count(HealthStatus::Unknown),
             ts: crate::health::unix_now(),
             stores,
         }
@@ -252,8 +247,11 @@ impl Federation {
         let fan = self.roster.fan();
         let federation = &self.config().federation;
         let mut rows = fan.rows.clone();
-        for row in rows.iter_mut().filter(|row| row.status == "active") {
-            row.breaker = Some(self.health.breaker(&row.name).to_owned());
+        for row in rows
+            .iter_mut()
+            .filter(|row| row.status == StoreStatus::Active)
+        {
+            row.breaker = Some(self.health.breaker(&row.name));
         }
         Stores {
             stores: rows,
@@ -304,6 +302,48 @@ impl Federation {
             stores: fan.bound.iter().map(|b| b.name.clone()).collect(),
             skipped: fan.skipped.clone(),
         }
+    }
+}
+
+/// Why a store gave nothing to one search. Typed until the answer is written: its text is the
+/// `failed` reason.
+#[derive(Debug, Clone)]
+enum Unanswered {
+    /// The call failed.
+    Call(store::Failure),
+    /// The breaker skipped it; the last failure that kept the circuit open.
+    CircuitOpen(Option<String>),
+    /// Not asked: too many callosums stand before this one in the chain.
+    TooDeep,
+    /// Not asked: the search's budget of store calls is spent.
+    OverBudget(u32),
+}
+
+impl std::fmt::Display for Unanswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unanswered::Call(failure) => failure.fmt(f),
+            Unanswered::CircuitOpen(last) => {
+                write!(f, "circuit open: {}", last.as_deref().unwrap_or("failing"))
+            }
+            Unanswered::TooDeep => write!(
+                f,
+                "not asked: {MAX_DEPTH} callosums already stand in this chain (a loop?)"
+            ),
+            Unanswered::OverBudget(budget) => write!(
+                f,
+                "not asked: this search's budget of {budget} store calls is spent"
+            ),
+        }
+    }
+}
+
+/// What a call's result means to the store's health record.
+fn outcome(result: &Result<Vec<store::Hit>, store::Failure>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Answered,
+        Err(failure) if failure.blames_the_request() => Outcome::Refused(failure.to_string()),
+        Err(failure) => Outcome::Failed(failure.to_string()),
     }
 }
 

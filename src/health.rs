@@ -11,7 +11,7 @@
 //! One std mutex guards the map. It is only ever held for a few field updates, never across an
 //! await, so it cannot stall the runtime.
 
-use serde::{Deserialize, Serialize};
+use crate::api::{BreakerState, HealthStatus, StoreHealth};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -59,8 +59,20 @@ pub enum Admission {
     Call,
     /// Call it as the one probe of an open circuit.
     Probe,
-    /// Do not call it; this is the reason for `failed`.
-    Skip(String),
+    /// Do not call it: the circuit is open, after this failure.
+    Skip { last_error: Option<String> },
+}
+
+/// How a call to a store ended, as its record sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The store answered.
+    Answered,
+    /// The store failed (down, slow, broken): this is the reason.
+    Failed(String),
+    /// The store refused this request for what it asked (400, 413, 414, 422): a failed call in
+    /// the record, but it says nothing about whether the store is up, so the breaker ignores it.
+    Refused(String),
 }
 
 #[derive(Debug, Clone)]
@@ -98,31 +110,6 @@ impl Default for Record {
     }
 }
 
-/// One store's health, as `GET /health/stores` shows it. Latencies are in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct StoreHealth {
-    pub name: String,
-    pub total_calls: u64,
-    pub successful_calls: u64,
-    pub failed_calls: u64,
-    /// Calls not made because the circuit was open.
-    pub short_circuited: u64,
-    pub success_rate: f64,
-    pub avg_latency: f64,
-    pub max_latency: f64,
-    pub last_latency: f64,
-    pub last_error: Option<String>,
-    pub consecutive_failures: u32,
-    /// `unknown`, `healthy`, `degraded` or `unhealthy`.
-    pub health_status: String,
-    /// `closed`, `open` or `probing`.
-    pub breaker: String,
-    /// While open: seconds until the next probe.
-    pub breaker_retry_in_s: Option<f64>,
-    pub last_call_ts: Option<f64>,
-    pub last_success_ts: Option<f64>,
-}
-
 /// Every store's health.
 #[derive(Debug, Default, Clone)]
 pub struct Health {
@@ -158,10 +145,9 @@ impl Health {
         };
         let skip = |record: &mut Record| {
             record.short_circuited += 1;
-            Admission::Skip(format!(
-                "circuit open: {}",
-                record.last_error.as_deref().unwrap_or("failing")
-            ))
+            Admission::Skip {
+                last_error: record.last_error.clone(),
+            }
         };
         match record.breaker {
             Breaker::Closed => Admission::Call,
@@ -173,14 +159,12 @@ impl Health {
         }
     }
 
-    /// Records the outcome of a call (or a probe) to `store` that took `latency`: `None` for a
-    /// success, else the failure's reason.
-    pub fn record(&self, store: &str, latency: Duration, failure: Option<&str>) {
-        self.record_at(store, latency, failure, Instant::now());
+    /// Records how a call (or a probe) to `store` that took `latency` ended.
+    pub fn record(&self, store: &str, latency: Duration, outcome: Outcome) {
+        self.record_at(store, latency, outcome, Instant::now());
     }
 
-    fn record_at(&self, store: &str, latency: Duration, failure: Option<&str>, now: Instant) {
-        let settings = self.settings;
+    fn record_at(&self, store: &str, latency: Duration, outcome: Outcome, now: Instant) {
         let mut records = self.lock();
         let record = records.entry(store.to_owned()).or_default();
         let seconds = latency.as_secs_f64();
@@ -194,74 +178,43 @@ impl Health {
         };
         let wall = unix_now();
         record.last_call_ts = Some(wall);
-        match failure {
-            None => {
+        match &outcome {
+            Outcome::Answered => {
                 record.successful_calls += 1;
-                let was_failing = record.consecutive_failures > 0;
-                record.consecutive_failures = 0;
-                record.last_success_ts = Some(wall);
-                if record.breaker != Breaker::Closed {
-                    tracing::info!(store, "circuit closed: the store answered again");
-                } else if was_failing {
+                if record.consecutive_failures > 0 && record.breaker == Breaker::Closed {
                     tracing::info!(store, "store answering again");
                 }
-                record.breaker = Breaker::Closed;
+                record.consecutive_failures = 0;
+                record.last_success_ts = Some(wall);
             }
-            Some(reason) => {
+            Outcome::Failed(reason) => {
                 record.failed_calls += 1;
-                record.consecutive_failures = record.consecutive_failures.saturating_add(1);
                 record.last_error = Some(reason.chars().take(200).collect());
+                record.consecutive_failures = record.consecutive_failures.saturating_add(1);
                 if record.consecutive_failures == 1 {
                     tracing::warn!(store, %reason, "store failing; later failures in this run are logged at debug");
                 }
-                let next = match record.breaker {
-                    // A failed probe: wait twice as long before the next one.
-                    Breaker::Probing { cooldown } | Breaker::Open { cooldown, .. } => {
-                        Some((cooldown * 2).min(settings.max_cooldown))
-                    }
-                    Breaker::Closed
-                        if settings.failures > 0
-                            && record.consecutive_failures >= settings.failures =>
-                    {
-                        Some(settings.cooldown.min(settings.max_cooldown))
-                    }
-                    Breaker::Closed => None,
-                };
-                if let Some(cooldown) = next {
-                    tracing::warn!(
-                        store,
-                        failures = record.consecutive_failures,
-                        retry_in_s = cooldown.as_secs_f64(),
-                        "circuit open: skipping the store until a probe succeeds"
-                    );
-                    record.breaker = Breaker::Open {
-                        until: now + cooldown,
-                        cooldown,
-                    };
-                }
+            }
+            Outcome::Refused(reason) => {
+                record.failed_calls += 1;
+                record.last_error = Some(reason.chars().take(200).collect());
             }
         }
-    }
-
-    /// Records a call the store refused because of the request itself (400, 413, 414, 422: a query
-    /// it will not take). It counts as a failed call in the record, but says nothing about whether
-    /// the store is up: the breaker is left as it was, and a probe that met it is handed on. So a
-    /// caller who sends queries a store refuses cannot keep that store out of everyone's answers.
-    pub fn rejected(&self, store: &str, latency: Duration, reason: &str) {
-        let mut records = self.lock();
-        let record = records.entry(store.to_owned()).or_default();
-        let seconds = latency.as_secs_f64();
-        record.total_calls += 1;
-        record.failed_calls += 1;
-        record.last_latency = seconds;
-        record.max_latency = record.max_latency.max(seconds);
-        record.last_call_ts = Some(unix_now());
-        record.last_error = Some(reason.chars().take(200).collect());
-        if let Breaker::Probing { cooldown } = record.breaker {
-            record.breaker = Breaker::Open {
-                until: Instant::now(),
-                cooldown,
-            };
+        let before = record.breaker;
+        record.breaker = before.after(&outcome, record.consecutive_failures, self.settings, now);
+        match record.breaker {
+            Breaker::Closed if before != Breaker::Closed => {
+                tracing::info!(store, "circuit closed: the store answered again");
+            }
+            Breaker::Open { cooldown, .. } if matches!(outcome, Outcome::Failed(_)) => {
+                tracing::warn!(
+                    store,
+                    failures = record.consecutive_failures,
+                    retry_in_s = cooldown.as_secs_f64(),
+                    "circuit open: skipping the store until a probe succeeds"
+                );
+            }
+            _ => {}
         }
     }
 
@@ -285,11 +238,11 @@ impl Health {
         }
     }
 
-    /// The breaker state of `store`: `closed`, `open` or `probing`.
-    pub fn breaker(&self, store: &str) -> &'static str {
+    /// The breaker state of `store`.
+    pub fn breaker(&self, store: &str) -> BreakerState {
         self.lock()
             .get(store)
-            .map_or("closed", |record| breaker_name(record.breaker))
+            .map_or(BreakerState::Closed, |record| record.breaker.state())
     }
 
     /// Every store in `names` (unknown when never called) plus every store with a record, sorted
@@ -311,13 +264,13 @@ impl Health {
                     record.successful_calls as f64 / record.total_calls as f64
                 };
                 let status = if record.total_calls == 0 {
-                    "unknown"
+                    HealthStatus::Unknown
                 } else if rate >= 0.9 && record.consecutive_failures == 0 {
-                    "healthy"
+                    HealthStatus::Healthy
                 } else if rate >= 0.7 && record.consecutive_failures < 3 {
-                    "degraded"
+                    HealthStatus::Degraded
                 } else {
-                    "unhealthy"
+                    HealthStatus::Unhealthy
                 };
                 StoreHealth {
                     total_calls: record.total_calls,
@@ -330,8 +283,8 @@ impl Health {
                     last_latency: round4(record.last_latency),
                     last_error: record.last_error.clone(),
                     consecutive_failures: record.consecutive_failures,
-                    health_status: status.into(),
-                    breaker: breaker_name(record.breaker).into(),
+                    health_status: status,
+                    breaker: record.breaker.state(),
                     breaker_retry_in_s: match record.breaker {
                         Breaker::Open { until, .. } => {
                             Some(round4(until.saturating_duration_since(now).as_secs_f64()))
@@ -347,11 +300,48 @@ impl Health {
     }
 }
 
-fn breaker_name(breaker: Breaker) -> &'static str {
-    match breaker {
-        Breaker::Closed => "closed",
-        Breaker::Open { .. } => "open",
-        Breaker::Probing { .. } => "probing",
+impl Breaker {
+    /// The breaker after a call ended with `outcome`, the store now `failures` failures in a
+    /// row. A pure step, so each transition can be tested on a clock of its own.
+    fn after(
+        self,
+        outcome: &Outcome,
+        failures: u32,
+        settings: BreakerSettings,
+        now: Instant,
+    ) -> Breaker {
+        let open = |cooldown| Breaker::Open {
+            until: now + cooldown,
+            cooldown,
+        };
+        match (outcome, self) {
+            (Outcome::Answered, _) => Breaker::Closed,
+            // A refusal says nothing about the store: a probe that met one is handed on.
+            (Outcome::Refused(_), Breaker::Probing { cooldown }) => Breaker::Open {
+                until: now,
+                cooldown,
+            },
+            (Outcome::Refused(_), unchanged) => unchanged,
+            // A failed probe: wait twice as long before the next one.
+            (
+                Outcome::Failed(_),
+                Breaker::Probing { cooldown } | Breaker::Open { cooldown, .. },
+            ) => open((cooldown * 2).min(settings.max_cooldown)),
+            (Outcome::Failed(_), Breaker::Closed)
+                if settings.failures > 0 && failures >= settings.failures =>
+            {
+                open(settings.cooldown.min(settings.max_cooldown))
+            }
+            (Outcome::Failed(_), Breaker::Closed) => Breaker::Closed,
+        }
+    }
+
+    fn state(self) -> BreakerState {
+        match self {
+            Breaker::Closed => BreakerState::Closed,
+            Breaker::Open { .. } => BreakerState::Open,
+            Breaker::Probing { .. } => BreakerState::Probing,
+        }
     }
 }
 
@@ -385,42 +375,51 @@ mod tests {
         let h = health();
         let t0 = Instant::now();
         assert_eq!(h.admit_at("s", t0), Admission::Call, "no record yet");
-        h.record_at("s", MS, Some("timeout after 5.00s"), t0);
-        h.record_at("s", MS, Some("timeout after 5.00s"), t0);
+        h.record_at("s", MS, Outcome::Failed("timeout after 5.00s".into()), t0);
+        h.record_at("s", MS, Outcome::Failed("timeout after 5.00s".into()), t0);
         assert_eq!(
             h.admit_at("s", t0),
             Admission::Call,
             "two failures: still closed"
         );
-        h.record_at("s", MS, Some("timeout after 5.00s"), t0);
+        h.record_at("s", MS, Outcome::Failed("timeout after 5.00s".into()), t0);
         assert_eq!(
             h.admit_at("s", t0 + Duration::from_secs(1)),
-            Admission::Skip("circuit open: timeout after 5.00s".into())
+            Admission::Skip {
+                last_error: Some("timeout after 5.00s".into())
+            }
         );
         // After the cool-down one probe goes through; others are skipped while it runs.
         let t1 = t0 + Duration::from_secs(5);
         assert_eq!(h.admit_at("s", t1), Admission::Probe);
-        assert!(matches!(h.admit_at("s", t1), Admission::Skip(_)));
-        assert_eq!(h.breaker("s"), "probing");
+        assert!(matches!(h.admit_at("s", t1), Admission::Skip { .. }));
+        assert_eq!(h.breaker("s"), BreakerState::Probing);
         // A failed probe doubles the wait (5 s -> 10 s), capped at the maximum (12 s).
-        h.record_at("s", MS, Some("connect: connection refused"), t1);
+        h.record_at(
+            "s",
+            MS,
+            Outcome::Failed("connect: connection refused".into()),
+            t1,
+        );
         assert_eq!(
             h.admit_at("s", t1 + Duration::from_secs(9)),
-            Admission::Skip("circuit open: connect: connection refused".into())
+            Admission::Skip {
+                last_error: Some("connect: connection refused".into())
+            }
         );
         let t2 = t1 + Duration::from_secs(10);
         assert_eq!(h.admit_at("s", t2), Admission::Probe);
-        h.record_at("s", MS, Some("status 500"), t2);
+        h.record_at("s", MS, Outcome::Failed("status 500".into()), t2);
         assert!(matches!(
             h.admit_at("s", t2 + Duration::from_secs(11)),
-            Admission::Skip(_)
+            Admission::Skip { .. }
         ));
         let t3 = t2 + Duration::from_secs(12);
         assert_eq!(h.admit_at("s", t3), Admission::Probe);
         // The first success closes it.
-        h.record_at("s", MS, None, t3);
+        h.record_at("s", MS, Outcome::Answered, t3);
         assert_eq!(h.admit_at("s", t3), Admission::Call);
-        assert_eq!(h.breaker("s"), "closed");
+        assert_eq!(h.breaker("s"), BreakerState::Closed);
         let snapshot = &h.snapshot([])[0];
         assert_eq!(snapshot.consecutive_failures, 0);
         assert_eq!(snapshot.short_circuited, 4);
@@ -432,7 +431,7 @@ mod tests {
         let h = health();
         let t0 = Instant::now();
         for _ in 0..3 {
-            h.record_at("s", MS, Some("x"), t0);
+            h.record_at("s", MS, Outcome::Failed("x".into()), t0);
         }
         assert_eq!(
             h.admit_at("s", t0 + Duration::from_secs(6)),
@@ -449,30 +448,39 @@ mod tests {
             ..BreakerSettings::default()
         });
         for _ in 0..50 {
-            h.record("s", MS, Some("x"));
+            h.record("s", MS, Outcome::Failed("x".into()));
         }
         assert_eq!(h.admit("s"), Admission::Call);
     }
 
     #[test]
     fn statuses_follow_the_python_rules() {
+        use HealthStatus::*;
         let h = health();
-        let check = |name: &str, outcomes: &[bool], status: &str| {
+        let check = |name: &str, outcomes: &[bool], status: HealthStatus| {
             for ok in outcomes {
-                h.record(name, MS, if *ok { None } else { Some("e") });
+                h.record(
+                    name,
+                    MS,
+                    if *ok {
+                        Outcome::Answered
+                    } else {
+                        Outcome::Failed("e".into())
+                    },
+                );
             }
             let snapshot = h.snapshot([name]);
             let row = snapshot.iter().find(|r| r.name == name).unwrap();
             assert_eq!(row.health_status, status, "{name}");
         };
-        check("never", &[], "unknown");
-        check("fine", &[true; 10], "healthy");
+        check("never", &[], Unknown);
+        check("fine", &[true; 10], Healthy);
         check(
             "wobbly",
             &[true, true, true, true, true, true, true, true, false],
-            "degraded",
+            Degraded,
         );
-        check("down", &[true, false, false, false], "unhealthy");
+        check("down", &[true, false, false, false], Unhealthy);
         let names: Vec<String> = h.snapshot(["zz"]).into_iter().map(|r| r.name).collect();
         assert_eq!(
             names,
@@ -486,7 +494,7 @@ mod tests {
         let h = health();
         let t0 = Instant::now();
         for _ in 0..10 {
-            h.rejected("s", MS, "status 422");
+            h.record("s", MS, Outcome::Refused("status 422".into()));
         }
         assert_eq!(h.admit_at("s", t0), Admission::Call);
         let row = &h.snapshot(["s"])[0];
@@ -497,29 +505,69 @@ mod tests {
         assert_eq!(row.last_error.as_deref(), Some("status 422"));
         // Open for real, then probed: a 422 on the probe hands the probe on, it does not decide.
         for _ in 0..3 {
-            h.record_at("s", MS, Some("timeout after 5.00s"), t0);
+            h.record_at("s", MS, Outcome::Failed("timeout after 5.00s".into()), t0);
         }
         let later = t0 + Duration::from_secs(6);
         assert_eq!(h.admit_at("s", later), Admission::Probe);
-        h.rejected("s", MS, "status 422");
+        h.record("s", MS, Outcome::Refused("status 422".into()));
         assert_eq!(h.admit("s"), Admission::Probe);
     }
 
     #[test]
     fn records_of_stores_that_left_the_roster_are_dropped() {
         let h = health();
-        h.record("gone", MS, Some("x"));
-        h.record("kept", MS, None);
+        h.record("gone", MS, Outcome::Failed("x".into()));
+        h.record("kept", MS, Outcome::Answered);
         h.retain(["kept", "new"]);
         let names: Vec<String> = h.snapshot([]).into_iter().map(|r| r.name).collect();
         assert_eq!(names, ["kept"]);
     }
 
     #[test]
+    fn the_breaker_steps_are_a_pure_function_of_outcome_failures_and_time() {
+        let settings = BreakerSettings::default();
+        let t = Instant::now();
+        let failed = Outcome::Failed("x".into());
+        let refused = Outcome::Refused("status 422".into());
+        let open = |secs| Breaker::Open {
+            until: t + Duration::from_secs(secs),
+            cooldown: Duration::from_secs(secs),
+        };
+        let probing = |secs| Breaker::Probing {
+            cooldown: Duration::from_secs(secs),
+        };
+        for (before, outcome, failures, after) in [
+            (Breaker::Closed, &failed, 2, Breaker::Closed),
+            (Breaker::Closed, &failed, 3, open(5)),
+            (probing(5), &failed, 4, open(10)),
+            (probing(40), &failed, 9, open(60)),
+            (probing(5), &Outcome::Answered, 0, Breaker::Closed),
+            (open(5), &Outcome::Answered, 0, Breaker::Closed),
+            (Breaker::Closed, &refused, 7, Breaker::Closed),
+            (open(5), &refused, 3, open(5)),
+            (
+                probing(5),
+                &refused,
+                3,
+                Breaker::Open {
+                    until: t,
+                    cooldown: Duration::from_secs(5),
+                },
+            ),
+        ] {
+            assert_eq!(
+                before.after(outcome, failures, settings, t),
+                after,
+                "{before:?} + {outcome:?} at {failures}"
+            );
+        }
+    }
+
+    #[test]
     fn latencies_are_tracked() {
         let h = health();
-        h.record("s", Duration::from_millis(100), None);
-        h.record("s", Duration::from_millis(300), None);
+        h.record("s", Duration::from_millis(100), Outcome::Answered);
+        h.record("s", Duration::from_millis(300), Outcome::Answered);
         let row = &h.snapshot([])[0];
         assert_eq!(row.last_latency, 0.3);
         assert_eq!(row.max_latency, 0.3);

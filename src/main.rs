@@ -4,6 +4,7 @@
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use seren_corpus_callosum::api::StoreStatus;
 use seren_corpus_callosum::chain::Chain;
 use seren_corpus_callosum::config::{Config, Exposure};
 use seren_corpus_callosum::federation::Federation;
@@ -523,11 +524,13 @@ async fn check(args: ConfigArg) -> anyhow::Result<ExitCode> {
             ("ok", row.url.clone())
         } else if let Some(failed) = answer.failed.iter().find(|f| f.name == row.name) {
             ("failed", failed.reason.clone())
-        } else if row.status == "disabled" {
-            ("disabled", row.url.clone())
         } else {
-            let reason = row.status.strip_prefix("skipped: ").unwrap_or(&row.status);
-            ("skipped", reason.to_owned())
+            match &row.status {
+                StoreStatus::Skipped(reason) => ("skipped", reason.clone()),
+                StoreStatus::Disabled => ("disabled", row.url.clone()),
+                // Every active store is asked, so it answered or failed; this is not reached.
+                StoreStatus::Active => ("failed", "not asked".to_owned()),
+            }
         };
         healthy &= matches!(word, "ok" | "disabled");
         let _ = writeln!(out, "{word:<8} {} ({kind}): {detail}", row.name);

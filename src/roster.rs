@@ -5,7 +5,7 @@
 //! guards the overlay file, so the file and the live roster change together or not at all: the
 //! file is written first, and only when that succeeds is the new fan swapped in.
 
-use crate::api::{Refusal, RefusalKind, StoreRow};
+use crate::api::{Refusal, RefusalKind, StoreRow, StoreStatus};
 use crate::config::{Config, Invalid, NewStore, RawStoreEntry, Secret, StoreEntry};
 use crate::keychain::Pointer;
 use crate::overlay;
@@ -24,24 +24,6 @@ pub struct Bound {
     pub weight: f64,
     pub floor: f64,
     pub remote: Remote,
-}
-
-/// How a configured store is bound.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Status {
-    Active,
-    Disabled,
-    Skipped(String),
-}
-
-impl Status {
-    fn text(&self) -> String {
-        match self {
-            Status::Active => "active".into(),
-            Status::Disabled => "disabled".into(),
-            Status::Skipped(reason) => format!("skipped: {reason}"),
-        }
-    }
 }
 
 /// One snapshot of the roster. Immutable: a change builds a new one.
@@ -456,7 +438,7 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
                     enabled: true,
                     managed,
                     auth: false,
-                    status: Status::Skipped(invalid.reason.clone()).text(),
+                    status: StoreStatus::Skipped(invalid.reason.clone()),
                     breaker: None,
                 });
                 fan.skipped.push(crate::api::NameReason {
@@ -468,26 +450,26 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
         };
         let cap = config.federation.max_stores;
         let status = if !names.insert(entry.name.clone()) {
-            Status::Skipped(format!(
+            StoreStatus::Skipped(format!(
                 "duplicate name: a store named '{}' comes earlier",
                 entry.name
             ))
         } else if fan.rows.len() >= cap {
-            Status::Skipped(format!(
+            StoreStatus::Skipped(format!(
                 "the roster is full: federation.max_stores is {cap}"
             ))
         } else if !entry.enabled {
-            Status::Disabled
+            StoreStatus::Disabled
         } else {
             match bind(config, &entry) {
                 Ok(bound) => {
                     fan.bound.push(Arc::new(bound));
-                    Status::Active
+                    StoreStatus::Active
                 }
-                Err(reason) => Status::Skipped(reason),
+                Err(reason) => StoreStatus::Skipped(reason),
             }
         };
-        if let Status::Skipped(reason) = &status {
+        if let StoreStatus::Skipped(reason) = &status {
             fan.skipped.push(crate::api::NameReason {
                 name: entry.name.clone(),
                 reason: reason.clone(),
@@ -502,7 +484,7 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
             floor: entry.floor,
             enabled: entry.enabled,
             managed,
-            status: status.text(),
+            status,
             breaker: None,
         });
     }
@@ -562,7 +544,7 @@ mod tests {
             .fan()
             .rows
             .iter()
-            .map(|r| (r.name.clone(), r.managed, r.status.clone()))
+            .map(|r| (r.name.clone(), r.managed, r.status.to_string()))
             .collect()
     }
 
