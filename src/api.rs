@@ -329,8 +329,7 @@ fn describe(error: serde_path_to_error::Error<serde_json::Error>) -> String {
         message
     } else if path.len() > 80 {
         // A deeply nested value makes a path of thousands of `[0]`; the message matters more.
-        let cut = path.char_indices().nth(60).map_or(path.len(), |(i, _)| i);
-        format!("{}...: {message}", &path[..cut])
+        format!("{}: {message}", crate::text::cut(&path, 60))
     } else {
         format!("{path}: {message}")
     }
@@ -436,5 +435,33 @@ pub fn without_values(message: &str) -> String {
     }
     // Syntax errors, "missing field", "nested deeper than", "number out of range" and the like
     // name no value. Anything else is cut short, to be safe.
-    message.chars().take(120).collect()
+    crate::text::cut(message, 120)
+}
+
+/// What `POST /stores` and `add_store` take, before it becomes a [`StoreEntry`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NewStore {
+    /// The store's name: 1-64 of `A-Z a-z 0-9 . _ -`, not starting with `.`; it labels every hit
+    /// the store returns.
+    pub name: String,
+    /// The store protocol: one of the known types (`list_stores` shows them).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The store's base url, `http://` or `https://`.
+    pub url: String,
+    /// Cross-store trust: every score of this store is multiplied by it. Default 1.0.
+    // The schema says "number" (not "number or null"): type arrays trip some MCP hosts.
+    #[serde(default)]
+    #[schemars(with = "f64")]
+    pub weight: Option<f64>,
+    /// Relevance floor applied before ranking, 0..=1. Default 0 (trust the store's order).
+    #[serde(default)]
+    #[schemars(with = "f64", range(min = 0.0, max = 1.0))]
+    pub floor: Option<f64>,
+    /// Outbound bearer token the callosum sends to this store (printable ASCII, no spaces). Kept in
+    /// the OS keychain when one is at hand, else in the runtime overlay file (mode 0600); never
+    /// shown again.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub token: Option<String>,
 }

@@ -5,12 +5,13 @@
 //! A store's failure is data here, never an error: the only `Err` a search returns is a refusal of
 //! the request itself (an empty query, an `n_results` out of range).
 
+use crate::api::NewStore;
 use crate::api::{
     self, Added, HealthAnswer, HealthStatus, Info, NameReason, Refusal, RefusalKind, Removed,
     SearchAnswer, StoreStatus, Stores,
 };
 use crate::chain::{Chain, Id, MAX_DEPTH};
-use crate::config::{Config, NewStore};
+use crate::config::Config;
 use crate::fusion::{self, RankedList};
 use crate::health::{Admission, Health, Outcome};
 use crate::roster::{Bound, Fan, Roster};

@@ -20,8 +20,9 @@
 //! CORS headers are sent only when `server.allowed_origins` names origins, and then only to them.
 //! This module decides; it never reads a body and knows nothing of the routes but [`is_public`].
 
-use crate::config::{Server, escaped};
+use crate::config::Server;
 use crate::http::{ApiError, is_public};
+use crate::text::escaped;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;

@@ -189,7 +189,7 @@ impl Health {
             }
             Outcome::Failed(reason) => {
                 record.failed_calls += 1;
-                record.last_error = Some(reason.chars().take(200).collect());
+                record.last_error = Some(crate::text::cut(reason, 200));
                 record.consecutive_failures = record.consecutive_failures.saturating_add(1);
                 if record.consecutive_failures == 1 {
                     tracing::warn!(store, %reason, "store failing; later failures in this run are logged at debug");
@@ -197,7 +197,7 @@ impl Health {
             }
             Outcome::Refused(reason) => {
                 record.failed_calls += 1;
-                record.last_error = Some(reason.chars().take(200).collect());
+                record.last_error = Some(crate::text::cut(reason, 200));
             }
         }
         let before = record.breaker;

@@ -3,9 +3,10 @@
 //! Handlers are thin: they decode the request, call the core, and encode the answer. They never
 //! call a store. Error bodies are `{"detail": "..."}` throughout and never carry a secret.
 
+use crate::api::NewStore;
 use crate::api::{Refusal, decode_json};
 use crate::chain::Chain;
-use crate::config::{NewStore, Secret};
+use crate::config::Secret;
 use crate::federation::Federation;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;

@@ -489,7 +489,7 @@ fn words(error: &keyring_core::Error) -> String {
         E::Ambiguous(items) => format!("{} entries match; keep one", items.len()),
         other => other.to_string(),
     };
-    text.chars().take(200).collect()
+    crate::text::cut(&text, 200)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 //! - [`listener`]: the accept loop: connection cap with idle eviction, header timeout, graceful drain.
 //! - [`jsonrpc`]: JSON-RPC framing in front of rmcp (answers what rmcp leaves out).
 //! - [`mcp`]: the four MCP tools over stdio and streamable HTTP (the only module that knows rmcp).
+//! - [`text`]: text made fit to show: cut short, escaped, printable.
 //! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
 
 pub mod api;
@@ -42,6 +43,7 @@ pub mod metadata;
 pub mod overlay;
 pub mod roster;
 pub mod store;
+pub mod text;
 
 /// The crate's version, as Cargo knows it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

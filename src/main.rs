@@ -9,6 +9,7 @@ use seren_corpus_callosum::chain::Chain;
 use seren_corpus_callosum::config::{Config, Exposure};
 use seren_corpus_callosum::federation::Federation;
 use seren_corpus_callosum::http::{self, AppState};
+use seren_corpus_callosum::text::{cut, printable};
 use seren_corpus_callosum::{api, demo, mcp};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -406,7 +407,7 @@ fn render_table(answer: &api::SearchAnswer) -> String {
     for (i, hit) in answer.hits.iter().enumerate() {
         let content = printable(&hit.content);
         let content = if content.chars().count() > 72 {
-            format!("{}...", content.chars().take(69).collect::<String>())
+            cut(&content, 69)
         } else {
             content
         };
@@ -448,18 +449,6 @@ fn render_table(answer: &api::SearchAnswer) -> String {
         );
     }
     out
-}
-
-/// Store text fit for a terminal: a control character (an escape sequence that sets the title or
-/// writes the clipboard, a carriage return that overwrites the line) or a bidi override becomes a
-/// space, so what a store sends cannot act on the terminal or fake a line of output.
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-            if c.is_control() || bidi { ' ' } else { c }
-        })
-        .collect()
 }
 
 fn or_none(text: &str) -> &str {

@@ -6,9 +6,9 @@
 //! here (not by rmcp's extractor) so that a bad argument is a tool error the model can read and fix,
 //! with the same message REST gives, never a protocol error.
 
+use crate::api::NewStore;
 use crate::api::{Added, Refusal, Removed, SearchAnswer, Stores, decode_value};
 use crate::chain::Chain;
-use crate::config::NewStore;
 use crate::federation::Federation;
 use futures_util::Stream;
 use rmcp::handler::server::common::schema_for_input;

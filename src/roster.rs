@@ -5,8 +5,9 @@
 //! guards the overlay file, so the file and the live roster change together or not at all: the
 //! file is written first, and only when that succeeds is the new fan swapped in.
 
+use crate::api::NewStore;
 use crate::api::{Refusal, RefusalKind, StoreRow, StoreStatus};
-use crate::config::{Config, Invalid, NewStore, RawStoreEntry, Secret, StoreEntry};
+use crate::config::{Config, Invalid, RawStoreEntry, StoreEntry};
 use crate::keychain::Pointer;
 use crate::overlay;
 use crate::store::{self, Remote};
@@ -494,27 +495,9 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
 fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
     let protocol = store::build(&entry.kind, &entry.options)?;
     let path = store::search_path(&entry.options)?;
-    // Precedence as for the inbound token: inline, then the keychain, then the named variable. A
-    // pointer that leads nowhere skips the store: it is never called without the token it needs.
-    let token = match (&entry.token, &entry.token_keyring, &entry.token_env) {
-        (Some(token), _, _) => Some(token.clone()),
-        (None, Some(pointer), _) => Some(
-            config
-                .keychain
-                .get(pointer)
-                .map_err(|e| format!("token_keyring: {e}"))?,
-        ),
-        (None, None, Some(name)) => Some(
-            std::env::var(name)
-                .ok()
-                .map(Secret::bearer)
-                .transpose()
-                .map_err(|why| format!("token_env {name} {why}"))?
-                .flatten()
-                .ok_or_else(|| format!("token_env {name} is not set"))?,
-        ),
-        (None, None, None) => None,
-    };
+    // The config's one rule (inline, keychain, env; failing closed): a pointer that leads
+    // nowhere skips the store, which is never called without the token it needs.
+    let token = config.store_token(entry)?;
     let timeout: Duration = entry.timeout.unwrap_or(config.federation.per_store_timeout);
     Ok(Bound {
         name: entry.name.clone(),
@@ -535,7 +518,7 @@ mod tests {
         if let Some(text) = overlay {
             std::fs::write(dir.path().join("runtime-stores.json"), text).unwrap();
         }
-        let config = Config::parse(&path, yaml, &|_| None).unwrap();
+        let config = Config::parse(&path, yaml, &crate::config::Env::none()).unwrap();
         (Roster::new(Arc::new(config)), dir)
     }
 

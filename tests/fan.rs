@@ -361,7 +361,11 @@ async fn callosum_at(
     let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
     let path = dir.path().join("seren-corpus-callosum.yaml");
     std::fs::write(&path, yaml).unwrap();
-    let config = seren_corpus_callosum::config::Config::load_from(&path, &|_| None).unwrap();
+    let config = seren_corpus_callosum::config::Config::load_from(
+        &path,
+        &seren_corpus_callosum::config::Env::none(),
+    )
+    .unwrap();
     let federation =
         std::sync::Arc::new(seren_corpus_callosum::federation::Federation::new(config).unwrap());
     let router =

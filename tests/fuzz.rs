@@ -139,12 +139,12 @@ fn yamlish() -> impl Strategy<Value = String> {
 proptest! {
     #[test]
     fn the_config_parser_never_panics_on_any_text(text in any::<String>()) {
-        let _ = Config::parse(Path::new("fuzz.yaml"), &text, &|_| None);
+        let _ = Config::parse(Path::new("fuzz.yaml"), &text, &seren_corpus_callosum::config::Env::none());
     }
 
     #[test]
     fn the_config_parser_never_panics_on_near_miss_yaml(text in yamlish()) {
-        match Config::parse(Path::new("fuzz.yaml"), &text, &|_| None) {
+        match Config::parse(Path::new("fuzz.yaml"), &text, &seren_corpus_callosum::config::Env::none()) {
             Ok(config) => {
                 // Whatever it accepted is in range.
                 prop_assert!(config.federation.k >= 1);
@@ -166,7 +166,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let overlay = dir.path().join("runtime-stores.json");
         std::fs::write(&overlay, serde_json::to_vec(&entries).unwrap()).unwrap();
-        let config = Config::parse(&dir.path().join("c.yaml"), "", &|_| None).unwrap();
+        let config = Config::parse(&dir.path().join("c.yaml"), "", &seren_corpus_callosum::config::Env::none()).unwrap();
         let roster = Roster::new(Arc::new(config));
         let fan = roster.fan();
         prop_assert!(fan.overlay_error.is_none());

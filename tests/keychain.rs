@@ -60,7 +60,7 @@ fn config(dir: &Path, yaml: &str) -> Config {
     Config::parse_with(
         &path,
         yaml,
-        &|_| None,
+        &seren_corpus_callosum::config::Env::none(),
         Some(Arc::new(Keychain::new(Backend::Keyutils))),
     )
     .unwrap()
@@ -247,7 +247,7 @@ async fn without_a_persistent_keychain_a_run_time_token_stays_inline_at_0600() {
     let config = Config::parse_with(
         &path,
         "",
-        &|_| None,
+        &seren_corpus_callosum::config::Env::none(),
         Some(Arc::new(Keychain::new(Backend::None))),
     )
     .unwrap();
@@ -368,7 +368,9 @@ async fn a_failed_overlay_write_takes_the_keychain_entry_back() {
     let config = Config::parse_with(
         &path,
         "",
-        &move |name| (name == "SEREN_SCC_RUNTIME_STORES").then(|| overlay.clone()),
+        &seren_corpus_callosum::config::Env::from_fn(move |name: &str| {
+            (name == "SEREN_SCC_RUNTIME_STORES").then(|| overlay.clone())
+        }),
         Some(Arc::new(Keychain::new(Backend::Keyutils))),
     )
     .unwrap();

@@ -287,9 +287,12 @@ async fn a_failed_overlay_write_answers_500_and_changes_nothing() {
     std::fs::write(&path, "").unwrap();
     let overlay = blocker.join("runtime-stores.json");
     let overlay_text = overlay.display().to_string();
-    let config = seren_corpus_callosum::config::Config::load_from(&path, &move |name| {
-        (name == "SEREN_SCC_RUNTIME_STORES").then(|| overlay_text.clone())
-    })
+    let config = seren_corpus_callosum::config::Config::load_from(
+        &path,
+        &seren_corpus_callosum::config::Env::from_fn(move |name: &str| {
+            (name == "SEREN_SCC_RUNTIME_STORES").then(|| overlay_text.clone())
+        }),
+    )
     .unwrap();
     let callosum = Callosum::start_with(dir, config).await;
     let (status, answer) = callosum

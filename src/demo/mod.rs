@@ -97,8 +97,8 @@ async fn serve(
 
 /// Points `config` at the sample stores instead of its own (the demo never fans the configured
 /// stores, so a first run cannot be confused by them). The runtime overlay goes to a fresh
-/// temporary directory, unless `SEREN_SCC_RUNTIME_STORES` names one, so stores added while playing
-/// with the demo never land beside a real config.
+/// temporary directory, unless `SEREN_SCC_RUNTIME_STORES` named one (the config knows), so stores
+/// added while playing with the demo never land beside a real config.
 pub fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Result<()> {
     config.federation.stores = stores
         .iter()
@@ -119,10 +119,7 @@ pub fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Re
             }))
         })
         .collect::<io::Result<_>>()?;
-    let from_env = std::env::var("SEREN_SCC_RUNTIME_STORES")
-        .ok()
-        .filter(|p| !p.trim().is_empty());
-    if from_env.is_none() {
+    if !config.overlay_from_env {
         let dir =
             std::env::temp_dir().join(format!("seren-corpus-callosum-demo-{}", std::process::id()));
         std::fs::create_dir_all(&dir)?;

@@ -9,6 +9,7 @@
 use super::{Hit, Protocol};
 use crate::chain::Chain;
 use crate::config::Secret;
+use crate::text::cut;
 use bytes::Bytes;
 use std::error::Error as _;
 use std::fmt;
@@ -54,7 +55,7 @@ impl fmt::Display for Failure {
             Failure::Status(code) => write!(f, "status {code}"),
             Failure::Transport(why) => write!(f, "transport: {why}"),
             Failure::TooLarge(cap) => write!(f, "body over the {} KiB cap", cap / 1024),
-            Failure::Decode(why) => write!(f, "decode: {}", truncate(why, 200)),
+            Failure::Decode(why) => write!(f, "decode: {}", cut(why, 200)),
         }
     }
 }
@@ -227,19 +228,8 @@ fn describe(error: &reqwest::Error) -> String {
         Some(K::TimedOut) => "timed out".into(),
         Some(K::UnexpectedEof) => "connection closed early".into(),
         _ if error.is_body() || error.is_decode() => {
-            format!("body: {}", truncate(&innermost.to_string(), 120))
+            format!("body: {}", cut(&innermost.to_string(), 120))
         }
-        _ => truncate(&innermost.to_string(), 120),
+        _ => cut(&innermost.to_string(), 120),
     }
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &text[..end])
 }

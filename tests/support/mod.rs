@@ -178,7 +178,7 @@ impl Callosum {
     pub async fn start_in(dir: Arc<tempfile::TempDir>, yaml: &str) -> Self {
         let path = dir.path().join("seren-corpus-callosum.yaml");
         std::fs::write(&path, yaml).unwrap();
-        let config = Config::load_from(&path, &|_| None).unwrap();
+        let config = Config::load_from(&path, &seren_corpus_callosum::config::Env::none()).unwrap();
         Self::start_with(dir, config).await
     }
 

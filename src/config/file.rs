@@ -1,0 +1,179 @@
+//! The file as written: every field optional so a partial file works, read with serde_yaml so a
+//! wrong type names its key and line, and every key nobody reads named in a warning.
+
+use super::store::RawStoreEntry;
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+use std::fmt;
+use std::path::Path;
+
+/// Keys the Python 5.3.0 service reads that this service does not implement. A file that holds them
+/// still starts; each is named once in a warning.
+const PYTHON_ONLY_KEYS: &[&str] = &[
+    "updates",
+    "federation.fusion_mode",
+    "federation.authority_margin",
+    "federation.min_per_store",
+    "federation.edges_enabled",
+    "federation.edge_budget",
+    "federation.satellite_edges_enabled",
+    "federation.satellite_budget",
+    "federation.hops",
+    "federation.hop_terms",
+    "federation.hop_budget",
+    "federation.budget_tokens",
+];
+
+/// A YAML scalar read as text: `name: 7` is the store "7", as in the Python service.
+pub(super) struct Scalar(pub String);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ScalarVisitor;
+        impl Visitor<'_> for ScalarVisitor {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_owned()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+        }
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+/// A boolean that also takes the Python service's truthy strings (1/true/yes/on, 0/false/no/off).
+/// Read through a visitor (not via an intermediate value) so a bad word is reported at its own
+/// key and line.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Flag(pub bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FlagVisitor;
+        impl Visitor<'_> for FlagVisitor {
+            type Value = Flag;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("true or false (or 1/yes/on, 0/no/off)")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Flag, E> {
+                Ok(Flag(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Flag, E> {
+                Ok(Flag(v != 0))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Flag, E> {
+                Ok(Flag(v != 0))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Flag, E> {
+                parse_flag(v)
+                    .map(Flag)
+                    .ok_or_else(|| E::invalid_value(de::Unexpected::Str(v), &self))
+            }
+        }
+        deserializer.deserialize_any(FlagVisitor)
+    }
+}
+
+/// Reads a truthy or falsy word; `None` when it is neither.
+pub(super) fn parse_flag(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" | "" => Some(false),
+        _ => None,
+    }
+}
+
+/// The file as written. Every field is optional so a partial file works; defaults come later.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct FileConfig {
+    pub(super) server: FileServer,
+    pub(super) tls: FileTls,
+    pub(super) federation: FileFederation,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct FileServer {
+    pub(super) host: Option<String>,
+    pub(super) port: Option<u16>,
+    pub(super) bearer_token: Option<String>,
+    pub(super) bearer_token_env: Option<String>,
+    pub(super) bearer_token_keyring: Option<String>,
+    /// Which keychain backend `*_keyring` pointers name (`auto` when absent).
+    pub(super) keyring: Option<String>,
+    pub(super) allow_open_lan: Option<Flag>,
+    pub(super) allowed_hosts: Option<Vec<String>>,
+    /// The name before the allow-list guarded every route; read as `allowed_hosts`.
+    pub(super) mcp_allowed_hosts: Option<Vec<String>>,
+    pub(super) allowed_origins: Option<Vec<String>>,
+    pub(super) max_connections: Option<usize>,
+    pub(super) max_in_flight: Option<usize>,
+    pub(super) max_mcp_sessions: Option<usize>,
+    pub(super) header_timeout_s: Option<f64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct FileTls {
+    pub(super) trust_system_store: Option<Flag>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct FileFederation {
+    pub(super) k: Option<u32>,
+    pub(super) n_results: Option<usize>,
+    pub(super) fetch_multiplier: Option<usize>,
+    pub(super) per_store_timeout_s: Option<f64>,
+    pub(super) breaker_failures: Option<u32>,
+    pub(super) breaker_cooldown_s: Option<f64>,
+    pub(super) breaker_max_cooldown_s: Option<f64>,
+    pub(super) max_stores: Option<usize>,
+    pub(super) stores: Option<Vec<RawStoreEntry>>,
+}
+
+/// Reads `text` as the file at `path`: the file's settings, and a warning for each key nobody
+/// reads. An empty text (or one that is only a comment) is an empty file.
+pub(super) fn read(
+    path: &Path,
+    text: &str,
+    warnings: &mut Vec<String>,
+) -> Result<FileConfig, String> {
+    if text.trim().is_empty() {
+        return Ok(FileConfig::default());
+    }
+    let mut ignored = Vec::new();
+    let deserializer = serde_yaml::Deserializer::from_str(text);
+    let file: Option<FileConfig> = serde_ignored::deserialize(deserializer, |key| {
+        // The document root is an `Option`, which serde_ignored renders as `?.`.
+        let key = key.to_string();
+        ignored.push(key.trim_start_matches("?.").to_owned());
+    })
+    .map_err(|e| e.to_string())?;
+    for key in ignored {
+        if PYTHON_ONLY_KEYS.contains(&key.as_str()) {
+            warnings.push(format!(
+                "{}: '{key}' is a Python-service setting this service does not implement; ignored",
+                path.display()
+            ));
+        } else {
+            warnings.push(format!("{}: unknown key '{key}' ignored", path.display()));
+        }
+    }
+    Ok(file.unwrap_or_default())
+}

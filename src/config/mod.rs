@@ -1,0 +1,759 @@
+//! The configuration: a YAML file plus `SEREN_SCC_*` environment overrides, parsed once into a
+//! validated [`Config`].
+//!
+//! Parse, don't validate: everything past this module holds checked values (finite weights, a floor
+//! within 0..=1, a positive timeout). A file that does not parse, or has a wrong type at a known key,
+//! is an error naming the file, the key and the line (serde stops at the first); a value out of
+//! range is an error naming the store and the field, and every one in the file is named at once. An
+//! unknown key is a warning, never silence: typos must show. Store entries that lack a name, type or
+//! url are kept as [`Invalid`] so the roster can report them as skipped.
+//!
+//! The rooms: `file` (the YAML as written), `store` (one store entry, its name and url rules),
+//! `secret` (the `Secret` type and where a token comes from). This module puts them together with
+//! the environment, and owns the environment's rules (a blank variable is no override).
+//!
+//! It does not read the runtime overlay (see `overlay`) and does not bind stores (see `roster`).
+
+mod file;
+mod secret;
+mod store;
+#[cfg(test)]
+mod tests;
+
+pub use secret::{Missing, Pointers, Secret};
+pub use store::{Invalid, RawStoreEntry, StoreEntry, StoreUrl, check_name};
+
+use crate::keychain::{Keychain, Pointer};
+use file::{FileFederation, FileServer};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use store::{non_blank, positive_seconds};
+
+/// The file name looked for in the working directory and in the platform config dir.
+pub const FILE_NAME: &str = "seren-corpus-callosum.yaml";
+/// How many stores the roster holds unless `federation.max_stores` says otherwise: far more than
+/// any fan a model gains from, few enough that one search cannot become a flood of calls.
+pub const DEFAULT_MAX_STORES: usize = 64;
+/// The highest `federation.max_stores` accepted.
+pub const MAX_MAX_STORES: usize = 1024;
+/// The overlay's file name, beside the config file.
+pub const OVERLAY_FILE_NAME: &str = "runtime-stores.json";
+
+/// Why the configuration could not be loaded. Every message names where the problem is.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is not YAML of the expected shape (serde_yaml names the key, line and column).
+    #[error("config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    /// Values parsed but are out of range: every one of them, one message each.
+    #[error("config file {path}: {}", Problems(.messages))]
+    Invalid {
+        path: PathBuf,
+        messages: Vec<String>,
+    },
+    /// An environment override does not hold a usable value.
+    #[error("environment variable {name}: {message}")]
+    Env { name: &'static str, message: String },
+}
+
+/// One problem as a sentence; several as a list.
+struct Problems<'a>(&'a [String]);
+
+impl fmt::Display for Problems<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [one] => f.write_str(one),
+            all => {
+                write!(f, "{} problems", all.len())?;
+                for problem in all {
+                    write!(f, "\n  - {problem}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The environment a configuration is read with: the process's, or one a test brings. A variable
+/// set to nothing (an unset template variable, `FOO=` in a unit file) reads as unset: it is no
+/// override, and it never turns auth off.
+#[derive(Clone)]
+pub struct Env(Arc<Lookup>);
+
+/// How an [`Env`] finds a variable.
+type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
+impl Env {
+    /// The process's environment.
+    pub fn process() -> Self {
+        Self::from_fn(|name| std::env::var(name).ok())
+    }
+
+    /// No variables at all.
+    pub fn none() -> Self {
+        Self::from_fn(|_| None)
+    }
+
+    /// These variables and no others.
+    pub fn of(pairs: &[(&str, &str)]) -> Self {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Self::from_fn(move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        })
+    }
+
+    pub fn from_fn(lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(lookup))
+    }
+
+    /// A variable's value, `None` when it is unset or blank.
+    pub fn var(&self, name: &str) -> Option<String> {
+        (self.0)(name).filter(|value| !value.trim().is_empty())
+    }
+}
+
+impl fmt::Debug for Env {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Env(..)")
+    }
+}
+
+/// Everything the service needs to start, checked.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The config file path (it may not exist: a missing file is an empty federation).
+    pub path: PathBuf,
+    /// Whether that file existed when it was loaded.
+    pub exists: bool,
+    /// Where the runtime overlay lives.
+    pub overlay_path: PathBuf,
+    pub server: Server,
+    pub tls: Tls,
+    pub federation: Federation,
+    /// The keychain `*_keyring` pointers are read from (opened on first use).
+    pub keychain: Arc<Keychain>,
+    /// The environment it was read with; store tokens named by `token_env` are read from it.
+    pub env: Env,
+    /// Whether `SEREN_SCC_RUNTIME_STORES` chose the overlay's path.
+    pub overlay_from_env: bool,
+    /// Warnings found while loading (unknown keys, unused options), for the caller to log once.
+    pub warnings: Vec<String>,
+}
+
+/// The `server:` block.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub host: String,
+    pub port: u16,
+    /// The inbound bearer token; `None` means no auth (unless `token_error` is set).
+    pub token: Option<Secret>,
+    /// Why the inbound token the configuration asks for could not be had (a keychain entry that
+    /// cannot be read, an unset variable). Nothing may serve HTTP then: `serve` exits 78, and a
+    /// router built anyway refuses every gated request.
+    pub token_error: Option<String>,
+    /// Where the inbound token comes from (never the token).
+    pub token_source: TokenSource,
+    pub allow_open_lan: bool,
+    /// Extra `Host` names every route but `GET /health` accepts besides loopback names, the bound
+    /// address and IP literals (a proxy's or a LAN name); `*` turns the check off.
+    pub allowed_hosts: Vec<String>,
+    /// Web origins (`scheme://host[:port]`, lower case) allowed to call gated routes from a
+    /// browser, with CORS; empty means none but the listener's own.
+    pub allowed_origins: Vec<String>,
+    /// Open connections held at once; more are closed as they arrive.
+    pub max_connections: usize,
+    /// Requests handled at once; more are answered 503 at once.
+    pub max_in_flight: usize,
+    /// MCP sessions over HTTP held at once; one more closes the one idle longest.
+    pub max_mcp_sessions: usize,
+    /// How long a connection may take to send a request's headers (and may sit idle between
+    /// requests) before it is closed.
+    pub header_timeout: Duration,
+}
+
+/// Where the inbound token comes from, as `check` and `GET /knobs` may say it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    None,
+    Inline,
+    Keychain(Pointer),
+    Env(String),
+}
+
+/// The `tls:` block.
+#[derive(Debug, Clone, Default)]
+pub struct Tls {
+    /// Outbound TLS to stores also trusts the operating system's certificate store.
+    pub trust_system_store: bool,
+}
+
+/// The `federation:` block.
+#[derive(Debug, Clone)]
+pub struct Federation {
+    /// The RRF constant, a whole number >= 1.
+    pub k: u32,
+    /// The default number of fused hits, 1..=200.
+    pub n_results: usize,
+    /// Each store is asked for `n * fetch_multiplier` hits.
+    pub fetch_multiplier: usize,
+    /// The default bound on one store call.
+    pub per_store_timeout: Duration,
+    /// The per-store circuit breaker.
+    pub breaker: crate::health::BreakerSettings,
+    /// The most stores the roster holds (config and overlay together); more are skipped, and a
+    /// run-time add is refused.
+    pub max_stores: usize,
+    /// The config file's stores, in file order.
+    pub stores: Vec<Result<StoreEntry, Invalid>>,
+}
+
+/// Picks the config file: `--config`, else `$SEREN_SCC_CONFIG`, else `./seren-corpus-callosum.yaml`
+/// when it exists, else the platform config dir's file. When neither file exists the platform path
+/// is used, so that the overlay of a service started from any working directory (an MCP host spawns
+/// us wherever it likes) lands in one stable place.
+pub fn resolve_path(explicit: Option<&Path>, env: &Env) -> PathBuf {
+    if let Some(path) = explicit {
+        return expand_home(path);
+    }
+    if let Some(path) = env.var("SEREN_SCC_CONFIG") {
+        return expand_home(Path::new(path.trim()));
+    }
+    let local = PathBuf::from(FILE_NAME);
+    if local.exists() {
+        return local;
+    }
+    match directories::ProjectDirs::from("", "", "seren-corpus-callosum") {
+        Some(dirs) => dirs.config_dir().join(FILE_NAME),
+        None => local,
+    }
+}
+
+fn expand_home(path: &Path) -> PathBuf {
+    if let Ok(rest) = path.strip_prefix("~")
+        && let Some(dirs) = directories::BaseDirs::new()
+    {
+        return dirs.home_dir().join(rest);
+    }
+    path.to_path_buf()
+}
+
+/// Where the overlay lives: `$SEREN_SCC_RUNTIME_STORES`, else beside the config path.
+pub fn overlay_path(config_path: &Path, env: &Env) -> PathBuf {
+    if let Some(path) = env.var("SEREN_SCC_RUNTIME_STORES") {
+        return expand_home(Path::new(path.trim()));
+    }
+    match config_path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(OVERLAY_FILE_NAME),
+        _ => PathBuf::from(OVERLAY_FILE_NAME),
+    }
+}
+
+/// The inbound token's pointers as the file and the environment name them, before they are read.
+#[derive(Default)]
+struct Asked {
+    inline: Option<String>,
+    keychain: Option<String>,
+    env: Option<String>,
+    /// Which keychain backend (`server.keyring`).
+    backend: Option<String>,
+}
+
+impl Config {
+    /// Loads the configuration from the resolved path and the process environment.
+    pub fn load(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        let env = Env::process();
+        let path = resolve_path(explicit, &env);
+        Self::load_from(&path, &env)
+    }
+
+    /// Loads from `path` with `env` as the environment; tests pass their own environment.
+    pub fn load_from(path: &Path, env: &Env) -> Result<Self, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        let exists = text.is_some();
+        let mut config = Self::parse(path, text.as_deref().unwrap_or(""), env)?;
+        config.exists = exists;
+        Ok(config)
+    }
+
+    /// Parses `text` as the file at `path` (the path is used for messages and the overlay).
+    pub fn parse(path: &Path, text: &str, env: &Env) -> Result<Self, ConfigError> {
+        Self::parse_with(path, text, env, None)
+    }
+
+    /// As [`Config::parse`], reading keychain pointers from `keychain` (tests bring their own)
+    /// instead of the backend `server.keyring` names.
+    pub fn parse_with(
+        path: &Path,
+        text: &str,
+        env: &Env,
+        keychain: Option<Arc<Keychain>>,
+    ) -> Result<Self, ConfigError> {
+        let mut warnings = Vec::new();
+        let file = file::read(path, text, &mut warnings).map_err(|message| ConfigError::Parse {
+            path: path.to_owned(),
+            message,
+        })?;
+        let mut problems = Vec::new();
+        let federation = read_federation(file.federation, path, &mut problems, &mut warnings);
+        let (mut server, mut asked) = read_server(file.server, path, &mut problems, &mut warnings);
+        let mut tls = Tls {
+            trust_system_store: file.tls.trust_system_store.is_some_and(|f| f.0),
+        };
+        apply_env(env, &mut server, &mut tls, &mut asked)?;
+        let keychain = match keychain {
+            Some(keychain) => keychain,
+            None => {
+                let name = asked.backend.as_deref().unwrap_or("");
+                let backend = crate::keychain::Backend::parse(name).unwrap_or_else(|why| {
+                    problems.push(format!("server.keyring: {why}"));
+                    crate::keychain::Backend::None
+                });
+                Arc::new(Keychain::new(backend))
+            }
+        };
+        let pointer = match non_blank(&asked.keychain) {
+            None => None,
+            Some(text) => Pointer::parse(text)
+                .map_err(|why| problems.push(format!("server.bearer_token_keyring: {why}")))
+                .ok(),
+        };
+        if !problems.is_empty() {
+            return Err(ConfigError::Invalid {
+                path: path.to_owned(),
+                messages: problems,
+            });
+        }
+        resolve_inbound(&mut server, &asked, pointer, &keychain, env);
+        Ok(Config {
+            path: path.to_owned(),
+            exists: false,
+            overlay_path: overlay_path(path, env),
+            overlay_from_env: env.var("SEREN_SCC_RUNTIME_STORES").is_some(),
+            server,
+            tls,
+            federation,
+            keychain,
+            env: env.clone(),
+            warnings,
+        })
+    }
+
+    /// A store's outbound token, by the one rule of [`secret::resolve`]; the reason when its
+    /// pointer leads nowhere, worded for the store's `skipped` entry. Blocks on the keychain.
+    pub fn store_token(&self, entry: &StoreEntry) -> Result<Option<Secret>, String> {
+        let pointers = Pointers {
+            inline: entry.token.as_ref(),
+            keychain: entry.token_keyring.as_ref(),
+            env: entry.token_env.as_deref(),
+        };
+        secret::resolve(pointers, &self.keychain, &self.env).map_err(|missing| match missing {
+            Missing::Keychain(e) => format!("token_keyring: {e}"),
+            Missing::EnvUnset(name) => format!("token_env {name} is not set"),
+            Missing::EnvUnfit { name, why } => format!("token_env {name} {why}"),
+        })
+    }
+
+    /// Whether the configuration itself names `pointer` (the inbound token, or a config store's):
+    /// such an entry is a person's, and a store added at run time must neither overwrite nor
+    /// delete it.
+    pub fn names_pointer(&self, pointer: &Pointer) -> bool {
+        self.server.token_source == TokenSource::Keychain(pointer.clone())
+            || self
+                .federation
+                .stores
+                .iter()
+                .flatten()
+                .any(|store| store.token_keyring.as_ref() == Some(pointer))
+    }
+
+    /// An empty configuration (no file, no environment), for tests.
+    pub fn empty(path: &Path) -> Self {
+        // Parsing an empty document with an empty environment cannot fail: every default is valid.
+        Self::parse(path, "", &Env::none()).expect("the defaults are a valid configuration")
+    }
+}
+
+/// Checks a number against a range, naming the key when it is out of it.
+fn within<T: PartialOrd + fmt::Display + Copy>(
+    key: &str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+    problems: &mut Vec<String>,
+) -> T {
+    if !range.contains(&value) {
+        problems.push(format!(
+            "{key} must be within {}..={}, got {value}",
+            range.start(),
+            range.end()
+        ));
+    }
+    value
+}
+
+/// Seconds read as a duration, or the default (and a problem) when out of (0, 3600].
+fn seconds(
+    key: &str,
+    value: Option<f64>,
+    default: Duration,
+    problems: &mut Vec<String>,
+) -> Duration {
+    match value {
+        None => default,
+        Some(s) => positive_seconds(s).unwrap_or_else(|why| {
+            problems.push(format!("{key} {why}"));
+            default
+        }),
+    }
+}
+
+/// The `federation:` block, checked; every problem is noted, the defaults stand in for them.
+fn read_federation(
+    f: FileFederation,
+    path: &Path,
+    problems: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Federation {
+    let k = f.k.unwrap_or(60);
+    if k == 0 {
+        problems.push("federation.k must be a whole number >= 1, got 0".into());
+    }
+    let n_results = within(
+        "federation.n_results",
+        f.n_results.unwrap_or(10),
+        1..=200,
+        problems,
+    );
+    let fetch_multiplier = within(
+        "federation.fetch_multiplier",
+        f.fetch_multiplier.unwrap_or(2),
+        1..=100,
+        problems,
+    );
+    let per_store_timeout = seconds(
+        "federation.per_store_timeout_s",
+        Some(f.per_store_timeout_s.unwrap_or(5.0)),
+        Duration::from_secs(5),
+        problems,
+    );
+    let defaults = crate::health::BreakerSettings::default();
+    let cooldown = seconds(
+        "federation.breaker_cooldown_s",
+        f.breaker_cooldown_s,
+        defaults.cooldown,
+        problems,
+    );
+    let max_cooldown = seconds(
+        "federation.breaker_max_cooldown_s",
+        f.breaker_max_cooldown_s,
+        defaults.max_cooldown.max(cooldown),
+        problems,
+    );
+    if max_cooldown < cooldown {
+        problems.push(format!(
+            "federation.breaker_max_cooldown_s ({}) must not be below breaker_cooldown_s ({})",
+            max_cooldown.as_secs_f64(),
+            cooldown.as_secs_f64()
+        ));
+    }
+    let max_stores = within(
+        "federation.max_stores",
+        f.max_stores.unwrap_or(DEFAULT_MAX_STORES),
+        1..=MAX_MAX_STORES,
+        problems,
+    );
+    let stores = read_stores(f.stores.unwrap_or_default(), path, problems, warnings);
+    if stores.len() > max_stores {
+        warnings.push(format!(
+            "{}: {} stores but federation.max_stores is {max_stores}: the ones past it are skipped",
+            path.display(),
+            stores.len()
+        ));
+    }
+    Federation {
+        k,
+        n_results,
+        fetch_multiplier,
+        per_store_timeout,
+        breaker: crate::health::BreakerSettings {
+            failures: f.breaker_failures.unwrap_or(defaults.failures),
+            cooldown,
+            max_cooldown,
+        },
+        max_stores,
+        stores,
+    }
+}
+
+/// The file's store entries, in order: each checked, and warned about for what it holds that its
+/// type does not read.
+fn read_stores(
+    raw: Vec<RawStoreEntry>,
+    path: &Path,
+    problems: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Vec<Result<StoreEntry, Invalid>> {
+    let mut stores = Vec::new();
+    for (i, raw) in raw.into_iter().enumerate() {
+        let place = format!("federation.stores[{i}]");
+        for key in &raw.dropped {
+            warnings.push(format!("{}: {place}: '{key}' ignored", path.display()));
+        }
+        let entry = match raw.check(&place) {
+            Ok(entry) => entry,
+            Err(problem) => {
+                problems.push(problem);
+                continue;
+            }
+        };
+        if let Ok(entry) = &entry
+            && let Some(known) = crate::store::known_options(&entry.kind)
+        {
+            for key in entry
+                .options
+                .keys()
+                .filter(|k| !known.contains(&k.as_str()))
+            {
+                warnings.push(format!(
+                    "{}: {place} ('{}'): '{key}' is not a setting of {} stores; ignored",
+                    path.display(),
+                    entry.name,
+                    entry.kind
+                ));
+            }
+        }
+        stores.push(entry);
+    }
+    stores
+}
+
+/// The `server:` block, checked, and the inbound token's pointers as the file names them.
+fn read_server(
+    s: FileServer,
+    path: &Path,
+    problems: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> (Server, Asked) {
+    // Far above what one process serves, far below what makes tokio's semaphore panic.
+    let cap = |key: &str, value: Option<usize>, default: usize, problems: &mut Vec<String>| {
+        within(key, value.unwrap_or(default), 1..=1_000_000, problems)
+    };
+    if s.mcp_allowed_hosts.is_some() {
+        warnings.push(format!(
+            "{}: server.mcp_allowed_hosts is now server.allowed_hosts (it guards every route, not only /mcp); read as such",
+            path.display()
+        ));
+    }
+    let allowed_origins = check_origins(s.allowed_origins.iter().flatten().map(String::as_str))
+        .unwrap_or_else(|why| {
+            problems.push(format!("server.allowed_origins: {why}"));
+            Vec::new()
+        });
+    let server = Server {
+        host: non_blank(&s.host).unwrap_or("127.0.0.1").to_owned(),
+        port: s.port.unwrap_or(7423),
+        token: None,
+        token_error: None,
+        token_source: TokenSource::None,
+        allow_open_lan: s.allow_open_lan.is_some_and(|f| f.0),
+        allowed_hosts: s
+            .allowed_hosts
+            .into_iter()
+            .chain(s.mcp_allowed_hosts)
+            .flatten()
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .collect(),
+        allowed_origins,
+        max_connections: cap("server.max_connections", s.max_connections, 1024, problems),
+        max_in_flight: cap("server.max_in_flight", s.max_in_flight, 256, problems),
+        max_mcp_sessions: cap("server.max_mcp_sessions", s.max_mcp_sessions, 256, problems),
+        header_timeout: seconds(
+            "server.header_timeout_s",
+            Some(s.header_timeout_s.unwrap_or(10.0)),
+            Duration::from_secs(10),
+            problems,
+        ),
+    };
+    let asked = Asked {
+        inline: s.bearer_token,
+        keychain: s.bearer_token_keyring,
+        env: s.bearer_token_env,
+        backend: s.keyring,
+    };
+    (server, asked)
+}
+
+/// The `SEREN_SCC_*` overrides: later wins over the file; a bad value stops the start naming the
+/// variable.
+fn apply_env(
+    env: &Env,
+    server: &mut Server,
+    tls: &mut Tls,
+    asked: &mut Asked,
+) -> Result<(), ConfigError> {
+    if let Some(host) = env.var("SEREN_SCC_HOST") {
+        server.host = host.trim().to_owned();
+    }
+    if let Some(port) = env.var("SEREN_SCC_PORT") {
+        server.port = port.trim().parse().map_err(|_| ConfigError::Env {
+            name: "SEREN_SCC_PORT",
+            message: format!("expected a port number 0..=65535, got {port:?}"),
+        })?;
+    }
+    if let Some(hosts) = env
+        .var("SEREN_SCC_ALLOWED_HOSTS")
+        .or_else(|| env.var("SEREN_SCC_MCP_ALLOWED_HOSTS"))
+    {
+        server.allowed_hosts = comma_list(&hosts);
+    }
+    if let Some(origins) = env.var("SEREN_SCC_ALLOWED_ORIGINS") {
+        server.allowed_origins = check_origins(comma_list(&origins).iter().map(String::as_str))
+            .map_err(|message| ConfigError::Env {
+                name: "SEREN_SCC_ALLOWED_ORIGINS",
+                message,
+            })?;
+    }
+    for (name, target) in [
+        ("SEREN_SCC_BEARER_TOKEN", &mut asked.inline),
+        ("SEREN_SCC_BEARER_TOKEN_KEYRING", &mut asked.keychain),
+        ("SEREN_SCC_BEARER_TOKEN_ENV", &mut asked.env),
+        ("SEREN_SCC_KEYRING", &mut asked.backend),
+    ] {
+        if let Some(value) = env.var(name) {
+            *target = Some(value);
+        }
+    }
+    for (name, target) in [
+        ("SEREN_SCC_ALLOW_OPEN_LAN", &mut server.allow_open_lan),
+        ("SEREN_SCC_TRUST_SYSTEM_STORE", &mut tls.trust_system_store),
+    ] {
+        if let Some(value) = env.var(name) {
+            *target = file::parse_flag(&value).ok_or_else(|| ConfigError::Env {
+                name,
+                message: format!("expected 1/true/yes/on or 0/false/no/off, got {value:?}"),
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads the inbound token the file and the environment ask for, by the one rule of
+/// [`secret::resolve`]. A token that cannot be had is `token_error`, never "no auth".
+fn resolve_inbound(
+    server: &mut Server,
+    asked: &Asked,
+    pointer: Option<Pointer>,
+    keychain: &Keychain,
+    env: &Env,
+) {
+    let inline = match non_blank(&asked.inline).map(Secret::bearer) {
+        Some(Err(why)) => {
+            server.token_source = TokenSource::Inline;
+            server.token_error = Some(format!("server.bearer_token {why}"));
+            return;
+        }
+        Some(Ok(token)) => token,
+        None => None,
+    };
+    let env_name = non_blank(&asked.env);
+    server.token_source = match (&inline, &pointer, env_name) {
+        (Some(_), _, _) => TokenSource::Inline,
+        (None, Some(pointer), _) => TokenSource::Keychain(pointer.clone()),
+        (None, None, Some(name)) => TokenSource::Env(name.to_owned()),
+        (None, None, None) => TokenSource::None,
+    };
+    let pointers = Pointers {
+        inline: inline.as_ref(),
+        keychain: pointer.as_ref(),
+        env: env_name,
+    };
+    match secret::resolve(pointers, keychain, env) {
+        Ok(token) => server.token = token,
+        Err(missing) => {
+            server.token_error = Some(match missing {
+                Missing::Keychain(e) => format!("server.bearer_token_keyring: {e}"),
+                Missing::EnvUnset(name) => {
+                    format!("server.bearer_token_env names {name}, which is not set")
+                }
+                Missing::EnvUnfit { name, why } => format!("server.bearer_token_env {name} {why}"),
+            });
+        }
+    }
+}
+
+/// Splits a comma-separated list, dropping blanks.
+fn comma_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Checks and normalizes configured web origins.
+fn check_origins<'a>(origins: impl Iterator<Item = &'a str>) -> Result<Vec<String>, String> {
+    origins
+        .filter(|o| !o.trim().is_empty())
+        .map(crate::guard::check_origin_setting)
+        .collect()
+}
+
+/// Reads a `server.host` as loopback when it is `localhost`, `::1` or any `127.*` address.
+pub fn is_loopback(host: &str) -> bool {
+    let host = crate::guard::host_of(host);
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// How exposed a bind is, and whether the service may start on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposure {
+    /// Loopback: this machine only.
+    Loopback,
+    /// Open to the network, behind a token.
+    Guarded,
+    /// Open to the network with no token, because the operator said so.
+    OpenByChoice,
+    /// Open to the network with no token, and nobody said so: refuse to start.
+    Refused,
+}
+
+impl Server {
+    /// Decides how exposed this bind is (§6 of the contract).
+    pub fn exposure(&self) -> Exposure {
+        if is_loopback(&self.host) {
+            Exposure::Loopback
+        } else if self.token.is_some() {
+            Exposure::Guarded
+        } else if self.allow_open_lan {
+            Exposure::OpenByChoice
+        } else {
+            Exposure::Refused
+        }
+    }
+}

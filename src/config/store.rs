@@ -1,0 +1,344 @@
+//! One store entry: as written (a hand-written `Deserialize` that keeps line numbers and puts
+//! unknown keys in `options`), and checked (the one name rule, the one url rule, the ranges).
+
+use super::Secret;
+use super::file::{Flag, Scalar};
+use crate::keychain::Pointer;
+use crate::text::escaped;
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde_json::{Map, Value};
+use std::fmt;
+use std::time::Duration;
+
+/// A store entry that cannot be bound (a missing name, type or url): reported as skipped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invalid {
+    /// The entry's name if it has one, else where it sits (`federation.stores[3]`).
+    pub name: String,
+    pub reason: String,
+}
+
+/// One store entry, from the config file or the overlay, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreEntry {
+    pub name: String,
+    pub kind: String,
+    /// The base url, checked and parsed.
+    pub url: StoreUrl,
+    pub weight: f64,
+    pub floor: f64,
+    pub enabled: bool,
+    /// An inline outbound bearer token.
+    pub token: Option<Secret>,
+    /// The keychain entry holding the outbound token.
+    pub token_keyring: Option<Pointer>,
+    /// The name of an environment variable holding the outbound token.
+    pub token_env: Option<String>,
+    /// Overrides `federation.per_store_timeout_s` for this store.
+    pub timeout: Option<Duration>,
+    /// Adapter extras (`search_path`, `project`, `include_*`) and any unknown key of the entry.
+    pub options: Map<String, Value>,
+}
+
+impl StoreEntry {
+    /// Whether any outbound token pointer is set (what `GET /stores` shows as `auth`).
+    pub fn has_auth(&self) -> bool {
+        self.token.is_some() || self.token_keyring.is_some() || self.token_env.is_some()
+    }
+
+    /// The entry as the overlay stores it. An inline token is written as given (the overlay file is
+    /// written with mode 0600); a token kept in the keychain is written as its pointer only.
+    pub fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("name".into(), self.name.clone().into());
+        object.insert("type".into(), self.kind.clone().into());
+        object.insert("url".into(), self.url.as_str().into());
+        object.insert("weight".into(), self.weight.into());
+        object.insert("floor".into(), self.floor.into());
+        if !self.enabled {
+            object.insert("enabled".into(), false.into());
+        }
+        if let Some(token) = &self.token {
+            object.insert("token".into(), token.expose().into());
+        }
+        if let Some(pointer) = &self.token_keyring {
+            object.insert("token_keyring".into(), pointer.to_string().into());
+        }
+        if let Some(name) = &self.token_env {
+            object.insert("token_env".into(), name.clone().into());
+        }
+        if let Some(timeout) = self.timeout {
+            object.insert("timeout_s".into(), timeout.as_secs_f64().into());
+        }
+        if !self.options.is_empty() {
+            object.insert("options".into(), Value::Object(self.options.clone()));
+        }
+        Value::Object(object)
+    }
+}
+
+/// A store entry as written, before its required fields and ranges are checked. Its `Deserialize`
+/// is hand-written so that serde_yaml keeps line numbers for type errors, and so that unknown keys
+/// land in `options` (as the Python service does) instead of being lost.
+#[derive(Debug, Default, Clone)]
+pub struct RawStoreEntry {
+    pub name: Option<String>,
+    pub kind: Option<String>,
+    pub url: Option<String>,
+    pub weight: Option<f64>,
+    pub floor: Option<f64>,
+    pub enabled: Option<bool>,
+    pub token: Option<String>,
+    pub token_keyring: Option<String>,
+    pub token_env: Option<String>,
+    pub timeout_s: Option<f64>,
+    pub options: Map<String, Value>,
+    /// Keys that were read and deliberately dropped (aliases that lost to the short key, `managed`).
+    pub dropped: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for RawStoreEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(RawStoreEntryVisitor)
+    }
+}
+
+struct RawStoreEntryVisitor;
+
+impl<'de> Visitor<'de> for RawStoreEntryVisitor {
+    type Value = RawStoreEntry;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a store entry (a mapping with name, type and url)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawStoreEntry, A::Error> {
+        let mut entry = RawStoreEntry::default();
+        let (mut alias_token, mut alias_token_keyring, mut alias_token_env) = (None, None, None);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "name" => entry.name = map.next_value::<Option<Scalar>>()?.map(|s| s.0),
+                "type" => entry.kind = map.next_value()?,
+                "url" => entry.url = map.next_value()?,
+                "weight" => entry.weight = map.next_value()?,
+                "floor" => entry.floor = map.next_value()?,
+                "enabled" => entry.enabled = map.next_value::<Option<Flag>>()?.map(|f| f.0),
+                "token" => entry.token = map.next_value()?,
+                "token_env" => entry.token_env = map.next_value()?,
+                "token_keyring" => entry.token_keyring = map.next_value()?,
+                "bearer_token" => alias_token = map.next_value::<Option<String>>()?,
+                "bearer_token_keyring" => {
+                    alias_token_keyring = map.next_value::<Option<String>>()?;
+                }
+                "bearer_token_env" => alias_token_env = map.next_value::<Option<String>>()?,
+                "timeout_s" => entry.timeout_s = map.next_value()?,
+                "options" => {
+                    let options: Option<Map<String, Value>> = map.next_value()?;
+                    // Explicit options win over stray top-level keys merged in earlier.
+                    for (k, v) in options.unwrap_or_default() {
+                        entry.options.insert(k, v);
+                    }
+                }
+                "managed" => {
+                    // Managed-ness comes from where an entry lives, never from what it says.
+                    map.next_value::<de::IgnoredAny>()?;
+                    entry.dropped.push(key);
+                }
+                _ => {
+                    let value: Value = map.next_value()?;
+                    entry.options.entry(key).or_insert(value);
+                }
+            }
+        }
+        // The short key wins over its alias; a losing alias is dropped, not put into options.
+        if non_blank(&entry.token).is_none() {
+            entry.token = alias_token;
+        } else if alias_token.is_some() {
+            entry.dropped.push("bearer_token".into());
+        }
+        if non_blank(&entry.token_env).is_none() {
+            entry.token_env = alias_token_env;
+        } else if alias_token_env.is_some() {
+            entry.dropped.push("bearer_token_env".into());
+        }
+        if non_blank(&entry.token_keyring).is_none() {
+            entry.token_keyring = alias_token_keyring;
+        } else if alias_token_keyring.is_some() {
+            entry.dropped.push("bearer_token_keyring".into());
+        }
+        Ok(entry)
+    }
+}
+
+impl RawStoreEntry {
+    /// Checks the entry. `Ok(Err(_))` is an entry to skip (a missing required field); `Err(_)` is a
+    /// value out of range, which the caller turns into a hard error (config) or a skip (overlay).
+    pub fn check(self, place: &str) -> Result<Result<StoreEntry, Invalid>, String> {
+        let name = non_blank(&self.name).map(str::to_owned);
+        let skip = |name: &str, reason: String| {
+            Ok(Err(Invalid {
+                name: name.to_owned(),
+                reason: format!("invalid entry: {reason}"),
+            }))
+        };
+        let Some(name) = name else {
+            return skip(place, "missing name".into());
+        };
+        // A name that breaks the rule is never echoed as the row's name: it may hold a newline
+        // that forges a log line, or bidi controls that make it read as something else.
+        if let Err(why) = check_name(&name) {
+            return skip(place, why);
+        }
+        let Some(kind) = non_blank(&self.kind).map(str::to_owned) else {
+            return skip(&name, "missing type".into());
+        };
+        let Some(url) = non_blank(&self.url) else {
+            return skip(&name, "missing url".into());
+        };
+        let field = |f: &str, why: String| format!("store '{name}': {f} {why}");
+        let url = StoreUrl::parse(url).map_err(|why| field("url", why))?;
+        let weight = self.weight.unwrap_or(1.0);
+        if !(weight.is_finite() && weight > 0.0) {
+            return Err(field(
+                "weight",
+                format!("must be a finite number > 0, got {weight}"),
+            ));
+        }
+        let floor = self.floor.unwrap_or(0.0);
+        if !(floor.is_finite() && (0.0..=1.0).contains(&floor)) {
+            return Err(field("floor", format!("must be within 0..=1, got {floor}")));
+        }
+        let timeout = match self.timeout_s {
+            None => None,
+            Some(t) => Some(positive_seconds(t).map_err(|why| field("timeout_s", why))?),
+        };
+        let token_keyring = match non_blank(&self.token_keyring) {
+            None => None,
+            Some(text) => Some(Pointer::parse(text).map_err(|why| field("token_keyring", why))?),
+        };
+        let token = match self.token {
+            None => None,
+            Some(token) => Secret::bearer(token).map_err(|why| field("token", why))?,
+        };
+        Ok(Ok(StoreEntry {
+            name,
+            kind,
+            url,
+            weight,
+            floor,
+            enabled: self.enabled.unwrap_or(true),
+            token,
+            token_keyring,
+            token_env: non_blank(&self.token_env).map(str::to_owned),
+            timeout,
+            options: self.options,
+        }))
+    }
+}
+
+/// The one name rule, for config, overlay and run-time stores alike: 1-64 of `A-Z a-z 0-9 . _ -`,
+/// not starting with `.` (so never `.` or `..`, which a url path or a file system reads as a
+/// step). It keeps names safe in urls, files, logs and the viewer.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let fits = (1..=64).contains(&name.len())
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if fits {
+        Ok(())
+    } else {
+        Err(format!(
+            "name {} must be 1-64 characters of A-Z a-z 0-9 . _ - and not start with '.'",
+            escaped(name)
+        ))
+    }
+}
+
+/// A store's base url, parsed as it will be called. The text is kept as given (trimmed, trailing
+/// `/` dropped) for the overlay; messages and `GET /stores` show [`StoreUrl::shown`], with any
+/// user-info and query hidden.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreUrl {
+    text: String,
+    parsed: url::Url,
+}
+
+impl StoreUrl {
+    /// Checks a url: `http` or `https`, a host, no backslash (WHATWG parsers read it as `/`, so
+    /// `http://a\@b` would be called at `a` while it reads as `b`), no whitespace or control
+    /// character, no `#fragment`. A query is kept and sent; a path is kept and the search path
+    /// goes after it.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        // A trailing `/` of the path is dropped; one inside a query is the query's own.
+        let text = text.trim();
+        let text = if text.contains('?') {
+            text
+        } else {
+            text.trim_end_matches('/')
+        };
+        if text.contains('\\') {
+            return Err("must not contain a backslash".into());
+        }
+        if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err("must not contain spaces or control characters".into());
+        }
+        if !(text.starts_with("http://") || text.starts_with("https://")) {
+            return Err("must start with http:// or https://".into());
+        }
+        let parsed = url::Url::parse(text).map_err(|e| format!("is not a valid url ({e})"))?;
+        if parsed.host_str().is_none_or(str::is_empty) {
+            return Err("has no host".into());
+        }
+        if parsed.fragment().is_some() {
+            return Err("must not have a #fragment".into());
+        }
+        Ok(Self {
+            text: text.to_owned(),
+            parsed,
+        })
+    }
+
+    /// The url as written (trimmed, without a trailing `/`).
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The url fit for a message: `scheme://[***@]host[:port]/path[?***]`.
+    pub fn shown(&self) -> String {
+        let url = &self.parsed;
+        let user_info = if url.username().is_empty() && url.password().is_none() {
+            ""
+        } else {
+            "***@"
+        };
+        let host = url.host_str().unwrap_or_default();
+        let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+        let path = url.path().trim_end_matches('/');
+        let query = if url.query().is_some() { "?***" } else { "" };
+        format!("{}://{user_info}{host}{port}{path}{query}", url.scheme())
+    }
+
+    /// The url to call: this one's path, then `path` (which starts with `/`), then its query.
+    pub fn join(&self, path: &str) -> url::Url {
+        let mut url = self.parsed.clone();
+        let joined = format!("{}{path}", url.path().trim_end_matches('/'));
+        url.set_path(&joined);
+        url
+    }
+}
+
+pub(super) fn non_blank(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+pub(super) fn positive_seconds(seconds: f64) -> Result<Duration, String> {
+    if seconds.is_finite() && seconds > 0.0 && seconds <= 3600.0 {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(format!(
+            "must be a number of seconds in (0, 3600], got {seconds}"
+        ))
+    }
+}

@@ -1,0 +1,56 @@
+//! Text fit for messages, logs and terminals: cut short, escaped, or stripped of what would act on
+//! a terminal. One owner for each way text from elsewhere (a store, a header, a config name) is made
+//! safe to show.
+
+/// `text` cut to at most `max` characters, with `...` when something was cut.
+pub fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((end, _)) => format!("{}...", &text[..end]),
+    }
+}
+
+/// Text fit to quote in a message or a log line: printable ASCII as is, anything else (a newline,
+/// a bidi control, a tag) as `\u{..}`, cut at 80 characters.
+pub fn escaped(text: &str) -> String {
+    let mut out = String::from("'");
+    for (i, c) in text.chars().enumerate() {
+        if i == 80 {
+            out.push_str("...");
+            break;
+        }
+        if c.is_ascii_graphic() || c == ' ' {
+            out.push(c);
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Text fit for a terminal: a control character (an escape sequence that sets the title or writes
+/// the clipboard, a carriage return that overwrites the line) or a bidi override becomes a space,
+/// so what a store sends cannot act on the terminal or fake a line of output.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+            if c.is_control() || bidi { ' ' } else { c }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_escape_and_print() {
+        assert_eq!(cut("abcdef", 3), "abc...");
+        assert_eq!(cut("abc", 3), "abc");
+        assert_eq!(cut("ééé", 2), "éé...");
+        assert_eq!(escaped("a\nb\u{202e}"), "'a\\u{a}b\\u{202e}'");
+        assert_eq!(printable("a\u{1b}]0;x\u{7}\rb"), "a ]0;x  b");
+    }
+}
