@@ -9,6 +9,24 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// A search, as `POST /search` takes it and as the MCP `search` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchRequest {
+    /// What to recall, in plain words (a question, a name, a topic). Up to 8 KiB.
+    pub query: String,
+    /// How many fused hits to return, 1..=200. Default: the callosum's configured n_results (10).
+    #[serde(default)]
+    #[schemars(with = "u32", range(min = 1, max = crate::limits::MAX_N_RESULTS))]
+    pub n_results: Option<i64>,
+}
+
+/// The MCP `remove_store` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RemoveRequest {
+    /// The name of a store added at run time (config-file stores cannot be removed here).
+    pub name: String,
+}
+
 /// The fused answer to one search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchAnswer {
@@ -277,20 +295,6 @@ impl Refusal {
 
     pub fn unprocessable(detail: impl Into<String>) -> Self {
         Self::new(RefusalKind::Unprocessable, detail)
-    }
-
-    /// The HTTP status this refusal answers with.
-    pub fn status(&self) -> u16 {
-        match self.kind {
-            RefusalKind::BadRequest => 400,
-            RefusalKind::NotFound => 404,
-            RefusalKind::Conflict => 409,
-            RefusalKind::TooLarge => 413,
-            RefusalKind::Unprocessable => 422,
-            RefusalKind::Internal => 500,
-            RefusalKind::Busy => 503,
-            RefusalKind::Loop => 508,
-        }
     }
 }
 

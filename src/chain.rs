@@ -19,10 +19,7 @@ pub const DEPTH_HEADER: &str = "x-seren-callosum-depth";
 pub const VIA_HEADER: &str = "x-seren-callosum-via";
 /// How many store calls the search may still cause below the callosum that receives it.
 pub const BUDGET_HEADER: &str = "x-seren-callosum-budget";
-/// How many callosums may stand in one chain.
-pub const MAX_DEPTH: u32 = 8;
-/// The store calls one search may cause in all, when its caller set no budget.
-pub const DEFAULT_BUDGET: u32 = 256;
+pub use crate::limits::{DEFAULT_CALL_BUDGET as DEFAULT_BUDGET, MAX_CHAIN_DEPTH as MAX_DEPTH};
 
 /// One callosum's id in a chain: random per process, so two processes never share one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

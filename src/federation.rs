@@ -19,10 +19,7 @@ use crate::store;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The longest query accepted, in bytes.
-pub const MAX_QUERY_BYTES: usize = 8 * 1024;
-/// The largest `n_results` a caller may ask for.
-pub const MAX_N_RESULTS: i64 = 200;
+pub use crate::limits::{MAX_N_RESULTS, MAX_QUERY_BYTES};
 
 /// Why the federation could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -18,10 +18,10 @@
 //!    this service never grants (unless origins are configured, and then only to those).
 //!
 //! CORS headers are sent only when `server.allowed_origins` names origins, and then only to them.
-//! This module decides; it never reads a body and knows nothing of the routes but [`is_public`].
+//! This module decides; it never reads a body, and knows of the routes only which are public (the
+//! router tells it, with the same function auth uses).
 
 use crate::config::Server;
-use crate::http::{ApiError, is_public};
 use crate::text::escaped;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -45,6 +45,8 @@ pub struct Guard {
     hosts: Option<Vec<String>>,
     /// Extra origins allowed to call gated routes, as `scheme://host[:port]`, lower case.
     origins: Vec<String>,
+    /// Which routes anyone may read (the Origin check is for the others).
+    public: fn(&Method, &str) -> bool,
 }
 
 /// Why the guard refused a request: a status and a message that names the setting to change.
@@ -55,8 +57,8 @@ pub struct Refused {
 }
 
 impl Guard {
-    /// The guard a `server:` block asks for.
-    pub fn new(server: &Server) -> Self {
+    /// The guard a `server:` block asks for, over a router whose public routes `public` names.
+    pub fn new(server: &Server, public: fn(&Method, &str) -> bool) -> Self {
         let hosts = if server.allowed_hosts.iter().any(|h| h.trim() == "*") {
             None
         } else {
@@ -73,6 +75,7 @@ impl Guard {
         Self {
             hosts,
             origins: server.allowed_origins.clone(),
+            public,
         }
     }
 
@@ -230,7 +233,7 @@ pub async fn layer(State(guard): State<Arc<Guard>>, request: Request, next: Next
         }
     }
     let mut cors_origin = None;
-    if !is_public(&method, &path) {
+    if !(guard.public)(&method, &path) {
         match guard.check_origin(headers) {
             Ok(origin) => cors_origin = origin,
             Err(refused) => return refuse(refused),
@@ -253,12 +256,12 @@ pub async fn layer(State(guard): State<Arc<Guard>>, request: Request, next: Next
 
 fn refuse(refused: Refused) -> Response {
     // Answered before any body was read: the connection will not carry another request cleanly.
-    ApiError {
-        status: refused.status,
-        detail: refused.detail,
-        close: true,
-    }
-    .into_response()
+    (
+        refused.status,
+        [(header::CONNECTION, HeaderValue::from_static("close"))],
+        axum::Json(serde_json::json!({"detail": refused.detail})),
+    )
+        .into_response()
 }
 
 /// Whether `origin` is this listener's own: the scheme and exactly the authority the request was
@@ -332,6 +335,12 @@ fn shown(value: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    impl Guard {
+        fn new_for_tests(server: &Server) -> Self {
+            Self::new(server, |_, path| path == "/health")
+        }
+    }
+
     fn server(host: &str, hosts: &[&str], origins: &[&str]) -> Server {
         let mut server = crate::config::Config::empty(std::path::Path::new("x.yaml")).server;
         server.host = host.into();
@@ -365,17 +374,17 @@ mod tests {
 
     #[test]
     fn the_host_list_is_loopback_the_bound_address_and_the_extras() {
-        let guard = Guard::new(&server("127.0.0.1", &[], &[]));
+        let guard = Guard::new_for_tests(&server("127.0.0.1", &[], &[]));
         assert_eq!(guard.hosts().unwrap(), ["localhost", "127.0.0.1", "::1"]);
-        let guard = Guard::new(&server("0.0.0.0", &["Callosum.lan:7423"], &[]));
+        let guard = Guard::new_for_tests(&server("0.0.0.0", &["Callosum.lan:7423"], &[]));
         assert_eq!(
             guard.hosts().unwrap(),
             ["localhost", "127.0.0.1", "::1", "callosum.lan"]
         );
-        let guard = Guard::new(&server("box.lan", &[], &[]));
+        let guard = Guard::new_for_tests(&server("box.lan", &[], &[]));
         assert!(guard.hosts().unwrap().contains(&"box.lan".to_owned()));
         assert!(
-            Guard::new(&server("127.0.0.1", &["*"], &[]))
+            Guard::new_for_tests(&server("127.0.0.1", &["*"], &[]))
                 .hosts()
                 .is_none()
         );
@@ -383,7 +392,7 @@ mod tests {
 
     #[test]
     fn foreign_names_are_refused_and_ip_literals_pass() {
-        let guard = Guard::new(&server("127.0.0.1", &["callosum.lan"], &[]));
+        let guard = Guard::new_for_tests(&server("127.0.0.1", &["callosum.lan"], &[]));
         for ok in [
             "localhost:7423",
             "127.0.0.1:7423",
@@ -414,7 +423,7 @@ mod tests {
 
     #[test]
     fn origins_must_be_the_listeners_own_or_configured() {
-        let guard = Guard::new(&server("127.0.0.1", &[], &["https://app.example/"]));
+        let guard = Guard::new_for_tests(&server("127.0.0.1", &[], &["https://app.example/"]));
         let check = |pairs: &[(&'static str, &str)]| guard.check_origin(&headers(pairs));
         assert_eq!(check(&[("host", "127.0.0.1:7423")]), Ok(None), "no Origin");
         assert_eq!(

@@ -4,7 +4,7 @@
 //! call a store. Error bodies are `{"detail": "..."}` throughout and never carry a secret.
 
 use crate::api::NewStore;
-use crate::api::{Refusal, decode_json};
+use crate::api::{Refusal, RefusalKind, SearchRequest, decode_json};
 use crate::chain::Chain;
 use crate::config::Secret;
 use crate::federation::Federation;
@@ -25,8 +25,7 @@ use std::time::Instant;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-/// The largest request body accepted, in bytes.
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
+pub use crate::limits::MAX_BODY_BYTES;
 /// The request id header, echoed when the caller sends one, minted otherwise.
 pub const REQUEST_ID: &str = "x-request-id";
 
@@ -72,9 +71,18 @@ impl ApiError {
 }
 
 impl From<Refusal> for ApiError {
+    /// Each kind of refusal answers with the status the contract gives it.
     fn from(refusal: Refusal) -> Self {
-        let status =
-            StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = match refusal.kind {
+            RefusalKind::BadRequest => StatusCode::BAD_REQUEST,
+            RefusalKind::NotFound => StatusCode::NOT_FOUND,
+            RefusalKind::Conflict => StatusCode::CONFLICT,
+            RefusalKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            RefusalKind::Unprocessable => StatusCode::UNPROCESSABLE_ENTITY,
+            RefusalKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            RefusalKind::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            RefusalKind::Loop => StatusCode::LOOP_DETECTED,
+        };
         Self::new(status, refusal.detail)
     }
 }
@@ -101,7 +109,7 @@ pub fn router(state: AppState) -> Router {
         Some(_) => Secret::new(mint_request_id() + &mint_request_id()),
         None => server.token.clone(),
     };
-    let guard = Arc::new(crate::guard::Guard::new(server));
+    let guard = Arc::new(crate::guard::Guard::new(server, is_public));
     let in_flight = Arc::new(Semaphore::new(
         state.federation.config().server.max_in_flight,
     ));
@@ -155,19 +163,12 @@ async fn health() -> Response {
     Json(json!({"ok": true, "ts": crate::health::unix_now()})).into_response()
 }
 
-#[derive(Deserialize)]
-struct SearchBody {
-    query: String,
-    #[serde(default)]
-    n_results: Option<i64>,
-}
-
 async fn search(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let request: SearchBody = decode_body(body)?;
+    let request: SearchRequest = decode_body(body)?;
     let chain = Chain::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()));
     let answer = state
         .federation

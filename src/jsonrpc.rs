@@ -14,9 +14,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-/// The longest line read from the host. Longer lines are answered -32600 and skipped; a search's
-/// arguments are a few KiB at most (the query is capped at 8 KiB).
-pub const MAX_LINE: usize = 1024 * 1024;
+/// The longest line read from the host; longer lines are answered -32600 and skipped.
+pub const MAX_LINE: usize = crate::limits::MAX_STDIO_LINE;
 
 /// What to do with one line from the host.
 #[derive(Debug, PartialEq)]

@@ -7,6 +7,7 @@
 //! answer without failing it.
 //!
 //! The modules, in reading order (ARCHITECTURE.md has the map and the invariants):
+//! - [`limits`]: every bound the service holds to, with its reason.
 //! - [`config`]: the YAML file plus `SEREN_SCC_*` overrides, parsed into a validated [`config::Config`].
 //! - [`keychain`]: the OS keychain that `*_keyring` token pointers name.
 //! - [`overlay`]: the machine-managed `runtime-stores.json` beside it.
@@ -37,6 +38,7 @@ pub mod health;
 pub mod http;
 pub mod jsonrpc;
 pub mod keychain;
+pub mod limits;
 pub mod listener;
 pub mod mcp;
 pub mod metadata;

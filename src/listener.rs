@@ -79,9 +79,8 @@ pub async fn serve_with(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
-        // A request head fits in 32 KiB (hyper's default lets each connection buffer about 400
-        // KiB of unfinished headers, so 1,000 slow connections held 300 MB).
-        .max_buf_size(MAX_HEAD_BYTES)
+        // A request head fits in 32 KiB; see `limits`.
+        .max_buf_size(crate::limits::MAX_HEAD_BYTES)
         .keep_alive(true);
     let service = hyper_util::service::TowerToHyperService::new(router);
     let mut refused: u64 = 0;
@@ -165,9 +164,6 @@ fn count_and_warn(count: &mut u64, max: usize, message: &str) {
         tracing::warn!(max, count = *count, "{message}");
     }
 }
-
-/// The largest request head (request line and headers) a connection may buffer.
-pub const MAX_HEAD_BYTES: usize = 32 * 1024;
 
 /// How long a newcomer waits for the slot of the connection it evicted.
 const EVICTION_WAIT: Duration = Duration::from_millis(500);

@@ -113,14 +113,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let command = cli.command.unwrap_or(Command::Serve(cli.serve));
+    // Every command starts from the configuration, loaded (and its warnings logged) here, once.
+    let config = match load_config(command.config(), command.bind()) {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
     let result = runtime.block_on(async move {
-        match cli.command {
-            None => serve(cli.serve).await,
-            Some(Command::Serve(args)) => serve(args).await,
-            Some(Command::Search(args)) => search(args).await,
-            Some(Command::Check(args)) => check(args).await,
-            Some(Command::Demo(args)) => run_demo(args).await,
-            Some(Command::Stdio(args)) => stdio(args).await,
+        match command {
+            Command::Serve(_) => run_server(config, None).await,
+            Command::Search(args) => search(config, args).await,
+            Command::Check(_) => check(config).await,
+            Command::Demo(_) => run_demo(config).await,
+            Command::Stdio(args) => stdio(config, args.http).await,
         }
     });
     match result {
@@ -156,10 +161,34 @@ fn init_logging(default: &str) {
         .init();
 }
 
-/// Loads the configuration or explains, and exits 78, why not.
-fn load_config(arg: &ConfigArg) -> Result<Config, ExitCode> {
+impl Command {
+    /// Which config file the command names.
+    fn config(&self) -> &ConfigArg {
+        match self {
+            Command::Serve(args) | Command::Demo(args) => &args.config,
+            Command::Stdio(args) => &args.serve.config,
+            Command::Search(args) => &args.config,
+            Command::Check(args) => args,
+        }
+    }
+
+    /// The bind address the command overrides, for the commands that listen.
+    fn bind(&self) -> Option<&ServeArgs> {
+        match self {
+            Command::Serve(args) | Command::Demo(args) => Some(args),
+            Command::Stdio(args) => Some(&args.serve),
+            Command::Search(_) | Command::Check(_) => None,
+        }
+    }
+}
+
+/// Loads the configuration (with `--host` / `--port` applied) or explains, and exits 78, why not.
+fn load_config(arg: &ConfigArg, bind: Option<&ServeArgs>) -> Result<Config, ExitCode> {
     match Config::load(arg.config.as_deref()) {
-        Ok(config) => {
+        Ok(mut config) => {
+            if let Some(bind) = bind {
+                apply_bind_overrides(&mut config, bind);
+            }
             // Said at every start: a config found in the working directory (a cloned repository
             // may carry one) decides which urls get the queries and which variables are sent.
             tracing::info!(
@@ -228,15 +257,6 @@ fn check_exposure(config: &Config) -> Result<(), ExitCode> {
     Ok(())
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let mut config = match load_config(&args.config) {
-        Ok(config) => config,
-        Err(code) => return Ok(code),
-    };
-    apply_bind_overrides(&mut config, &args);
-    run_server(config, None).await
-}
-
 /// Binds, serves until SIGINT or SIGTERM, and shuts down gracefully.
 async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<ExitCode> {
     if let Err(code) = check_exposure(&config) {
@@ -295,20 +315,13 @@ async fn bind_http(
 
 /// MCP on stdin/stdout until the host closes stdin; with `--http`, the HTTP surface beside it on
 /// the same live roster.
-async fn stdio(args: StdioArgs) -> anyhow::Result<ExitCode> {
-    let mut config = match load_config(&args.serve.config) {
-        Ok(config) => config,
-        Err(code) => return Ok(code),
-    };
-    apply_bind_overrides(&mut config, &args.serve);
-    if args.http
-        && let Err(code) = check_exposure(&config)
-    {
+async fn stdio(config: Config, http: bool) -> anyhow::Result<ExitCode> {
+    if http && let Err(code) = check_exposure(&config) {
         return Ok(code);
     }
     let federation = Arc::new(Federation::new(config)?);
     let shutdown = CancellationToken::new();
-    let sidecar = if args.http {
+    let sidecar = if http {
         let (addr, serving) = bind_http(federation.clone(), &shutdown).await?;
         tracing::info!("HTTP sidecar listening on http://{addr}");
         Some(tokio::spawn(serving))
@@ -346,11 +359,7 @@ async fn wait_for_signal() {
     }
 }
 
-async fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
-    let config = match load_config(&args.config) {
-        Ok(config) => config,
-        Err(code) => return Ok(code),
-    };
+async fn search(config: Config, args: SearchArgs) -> anyhow::Result<ExitCode> {
     let federation = Federation::new(config)?;
     let answer = match federation
         .search(&args.query, args.n_results, &Chain::root())
@@ -457,13 +466,9 @@ fn or_none(text: &str) -> &str {
 
 /// Exit codes of `check`: 0 all bound stores answered, 2 some store failed or was skipped,
 /// 78 the configuration is invalid (an inbound token it asks for cannot be read, say).
-async fn check(args: ConfigArg) -> anyhow::Result<ExitCode> {
+async fn check(config: Config) -> anyhow::Result<ExitCode> {
     use seren_corpus_callosum::config::TokenSource;
     use std::fmt::Write;
-    let config = match load_config(&args) {
-        Ok(config) => config,
-        Err(code) => return Ok(code),
-    };
     // Writing to a String cannot fail.
     let mut out = String::new();
     let _ = writeln!(
@@ -537,12 +542,7 @@ async fn check(args: ConfigArg) -> anyhow::Result<ExitCode> {
     })
 }
 
-async fn run_demo(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let mut config = match load_config(&args.config) {
-        Ok(config) => config,
-        Err(code) => return Ok(code),
-    };
-    apply_bind_overrides(&mut config, &args);
+async fn run_demo(mut config: Config) -> anyhow::Result<ExitCode> {
     let stores_down = CancellationToken::new();
     let _stop_stores_on_exit = stores_down.clone().drop_guard();
     let memory = demo::spawn_memory_store(stores_down.clone()).await?;

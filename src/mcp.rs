@@ -7,7 +7,9 @@
 //! with the same message REST gives, never a protocol error.
 
 use crate::api::NewStore;
-use crate::api::{Added, Refusal, Removed, SearchAnswer, Stores, decode_value};
+use crate::api::{
+    Added, Refusal, RemoveRequest, Removed, SearchAnswer, SearchRequest, Stores, decode_value,
+};
 use crate::chain::Chain;
 use crate::federation::Federation;
 use futures_util::Stream;
@@ -25,11 +27,10 @@ use rmcp::transport::streamable_http_server::{
 };
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
-use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::{Arc, LazyLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// What the server tells a host about itself when it connects.
@@ -38,24 +39,6 @@ other callosums) into one ranked recall list. Call `search` first for anything t
 you before or that may be on record; it goes broad across every store at once and says where each hit \
 came from. Reach for a single store's own tool (recall, search_loci) only when you know which one you \
 want. `list_stores` shows what is fanned; `add_store` and `remove_store` change that live.";
-
-/// The arguments of `search`.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct SearchArgs {
-    /// What to recall, in plain words (a question, a name, a topic). Up to 8 KiB.
-    pub query: String,
-    /// How many fused hits to return, 1..=200. Default: the callosum's configured n_results (10).
-    #[serde(default)]
-    #[schemars(with = "u32", range(min = 1, max = crate::federation::MAX_N_RESULTS))]
-    pub n_results: Option<i64>,
-}
-
-/// The arguments of `remove_store`.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct RemoveArgs {
-    /// The name of a store added at run time (config-file stores cannot be removed here).
-    pub name: String,
-}
 
 /// The MCP server: a handle on the shared federation. Cloned per session; cheap.
 #[derive(Clone)]
@@ -167,7 +150,7 @@ it goes broad and tells you where each hit came from. Each hit has `content` (th
 store), `store_rank` (its rank there), `score` (the fused rank score it was ordered by) and the store's \
 own numbers. `failed` and `skipped` name stores that did not answer and why, so you know what the list \
 may be missing. Read-only.",
-        input_schema = input_schema::<SearchArgs>(),
+        input_schema = input_schema::<SearchRequest>(),
         output_schema = output_schema::<SearchAnswer>(),
         annotations(
             title = "Search all memory stores",
@@ -178,7 +161,7 @@ may be missing. Read-only.",
         )
     )]
     async fn search(&self, args: JsonObject) -> Result<Json<SearchAnswer>, String> {
-        let args: SearchArgs = arguments(args)?;
+        let args: SearchRequest = arguments(args)?;
         let answer = self
             .federation
             .search(&args.query, args.n_results, &Chain::root())
@@ -238,7 +221,7 @@ message on a duplicate name, an unknown type, or a url that is not http(s).",
         description = "Stop fanning a store that was added at run time (managed: true in list_stores). \
 It is not searched from the next search on and is dropped from the runtime overlay. Stores from the \
 config file cannot be removed here. The store's data is untouched.",
-        input_schema = input_schema::<RemoveArgs>(),
+        input_schema = input_schema::<RemoveRequest>(),
         output_schema = output_schema::<Removed>(),
         annotations(
             title = "Remove a memory store",
@@ -249,7 +232,7 @@ config file cannot be removed here. The store's data is untouched.",
         )
     )]
     async fn remove_store(&self, args: JsonObject) -> Result<Json<Removed>, String> {
-        let args: RemoveArgs = arguments(args)?;
+        let args: RemoveRequest = arguments(args)?;
         self.federation
             .remove_store(args.name.trim())
             .await
@@ -344,7 +327,7 @@ pub fn http_service(
     // other route: one list, one check, so rmcp's own copies are turned off.
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
-        .with_max_request_body_bytes(crate::http::MAX_BODY_BYTES)
+        .with_max_request_body_bytes(crate::limits::MAX_BODY_BYTES)
         .disable_allowed_hosts()
         .disable_allowed_origins();
     let sessions = Sessions::new(federation.config().server.max_mcp_sessions);
@@ -354,10 +337,6 @@ pub fn http_service(
         config,
     )
 }
-
-/// How long an MCP session over HTTP may sit idle before it is closed (rmcp's default is five
-/// minutes). A client that comes back later gets 404 and starts a new session, as the spec says.
-pub const SESSION_IDLE: Duration = Duration::from_secs(120);
 
 /// rmcp's in-memory sessions, capped: at `cap` sessions a new one closes the session used least
 /// recently, so `initialize` posts (each session holds a task and buffers, about 70 KB) cannot
@@ -374,7 +353,7 @@ pub struct Sessions {
 impl Sessions {
     pub fn new(cap: usize) -> Self {
         let mut inner = LocalSessionManager::default();
-        inner.session_config.keep_alive = Some(SESSION_IDLE);
+        inner.session_config.keep_alive = Some(crate::limits::MCP_SESSION_IDLE);
         Self {
             inner,
             cap: cap.max(1),

@@ -20,7 +20,7 @@ use std::fmt;
 /// How deep a value inside metadata may nest. A store answer nested deeper is a decode failure,
 /// named like any other; an answer must stay readable by every client (serde_json's own limit is
 /// 128 levels, counted from the top of the whole answer).
-pub const MAX_DEPTH: usize = 64;
+pub const MAX_DEPTH: usize = crate::limits::MAX_METADATA_DEPTH;
 
 /// A hit's metadata: a JSON object's text. `None` is the empty object, and costs nothing.
 #[derive(Clone, Default, PartialEq, Eq)]

@@ -9,6 +9,7 @@ use crate::api::NewStore;
 use crate::api::{Refusal, RefusalKind, StoreRow, StoreStatus};
 use crate::config::{Config, Invalid, RawStoreEntry, StoreEntry};
 use crate::keychain::Pointer;
+use crate::limits::KEYCHAIN_WAIT;
 use crate::overlay;
 use crate::store::{self, Remote};
 use serde_json::Value;
@@ -57,10 +58,6 @@ struct Inner {
     overlay: tokio::sync::Mutex<OverlayState>,
     live: RwLock<Arc<Fan>>,
 }
-
-/// How long a keychain write or delete may take before the change goes on without it (a locked
-/// keychain may wait on a prompt nobody answers).
-const KEYCHAIN_WAIT: Duration = Duration::from_secs(10);
 
 impl Roster {
     /// Reads the overlay and binds every store. An unreadable overlay is not fatal: it is logged,
@@ -577,15 +574,27 @@ mod tests {
         let saved: Value = serde_json::from_str(&file).unwrap();
         assert_eq!(saved[0]["name"], "xyz");
         assert_eq!(saved[0]["url"], "http://127.0.0.1:9");
-        assert_eq!(roster.add(new("xyz")).await.unwrap_err().status(), 409);
-        assert_eq!(roster.add(new("facts")).await.unwrap_err().status(), 409);
         assert_eq!(
-            roster.add(new("episodic")).await.unwrap_err().status(),
-            409,
+            roster.add(new("xyz")).await.unwrap_err().kind,
+            RefusalKind::Conflict
+        );
+        assert_eq!(
+            roster.add(new("facts")).await.unwrap_err().kind,
+            RefusalKind::Conflict
+        );
+        assert_eq!(
+            roster.add(new("episodic")).await.unwrap_err().kind,
+            RefusalKind::Conflict,
             "disabled names are taken too"
         );
-        assert_eq!(roster.remove("facts").await.unwrap_err().status(), 400);
-        assert_eq!(roster.remove("nope").await.unwrap_err().status(), 404);
+        assert_eq!(
+            roster.remove("facts").await.unwrap_err().kind,
+            RefusalKind::BadRequest
+        );
+        assert_eq!(
+            roster.remove("nope").await.unwrap_err().kind,
+            RefusalKind::NotFound
+        );
         assert_eq!(roster.remove("xyz").await.unwrap(), 1);
         let file = std::fs::read_to_string(dir.path().join("runtime-stores.json")).unwrap();
         assert_eq!(
@@ -613,13 +622,16 @@ mod tests {
             })
             .await
             .unwrap_err();
-        assert_eq!(refusal.status(), 409);
+        assert_eq!(refusal.kind, RefusalKind::Conflict);
         assert!(
             refusal.detail.contains("runtime-stores.json"),
             "{}",
             refusal.detail
         );
-        assert_eq!(roster.remove("x").await.unwrap_err().status(), 409);
+        assert_eq!(
+            roster.remove("x").await.unwrap_err().kind,
+            RefusalKind::Conflict
+        );
         let text = std::fs::read_to_string(dir.path().join("runtime-stores.json")).unwrap();
         assert_eq!(text, "[{\"name\": oops");
     }
@@ -636,15 +648,15 @@ mod tests {
                 token: None,
             })
             .map(|e| e.name)
-            .map_err(|r| (r.status(), r.detail))
+            .map_err(|r| (r.kind, r.detail))
         };
         assert_eq!(
             check(" a.b_c-1 ", "seren_loci", "http://x/", None, None),
             Ok("a.b_c-1".into())
         );
-        let refused = |r: Result<String, (u16, String)>, needle: &str| {
-            let (status, detail) = r.unwrap_err();
-            assert_eq!(status, 400, "{detail}");
+        let refused = |r: Result<String, (RefusalKind, String)>, needle: &str| {
+            let (kind, detail) = r.unwrap_err();
+            assert_eq!(kind, RefusalKind::BadRequest, "{detail}");
             assert!(detail.contains(needle), "{needle}: {detail}");
         };
         refused(
@@ -716,7 +728,7 @@ mod tests {
             })
             .await
             .unwrap_err();
-        assert_eq!(refusal.status(), 409);
+        assert_eq!(refusal.kind, RefusalKind::Conflict);
         assert!(
             refusal
                 .detail

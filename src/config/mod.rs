@@ -33,11 +33,7 @@ use store::{non_blank, positive_seconds};
 
 /// The file name looked for in the working directory and in the platform config dir.
 pub const FILE_NAME: &str = "seren-corpus-callosum.yaml";
-/// How many stores the roster holds unless `federation.max_stores` says otherwise: far more than
-/// any fan a model gains from, few enough that one search cannot become a flood of calls.
-pub const DEFAULT_MAX_STORES: usize = 64;
-/// The highest `federation.max_stores` accepted.
-pub const MAX_MAX_STORES: usize = 1024;
+pub use crate::limits::{DEFAULT_MAX_STORES, MAX_MAX_STORES};
 /// The overlay's file name, beside the config file.
 pub const OVERLAY_FILE_NAME: &str = "runtime-stores.json";
 
@@ -556,9 +552,13 @@ fn read_server(
     problems: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> (Server, Asked) {
-    // Far above what one process serves, far below what makes tokio's semaphore panic.
     let cap = |key: &str, value: Option<usize>, default: usize, problems: &mut Vec<String>| {
-        within(key, value.unwrap_or(default), 1..=1_000_000, problems)
+        within(
+            key,
+            value.unwrap_or(default),
+            1..=crate::limits::MAX_SERVER_CAP,
+            problems,
+        )
     };
     if s.mcp_allowed_hosts.is_some() {
         warnings.push(format!(

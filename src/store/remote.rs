@@ -15,8 +15,7 @@ use std::error::Error as _;
 use std::fmt;
 use std::time::Duration;
 
-/// The default cap on one store's response body.
-pub const DEFAULT_BODY_CAP: usize = 8 * 1024 * 1024;
+pub use crate::limits::DEFAULT_BODY_CAP;
 
 /// Why a store gave nothing. Displayed as the `reason` of a `failed` entry.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,40 @@
+//! Every bound the service holds to, in one place: what one request, one store answer, one search
+//! or one process may take. Each comes with the reason it is where it is; the modules that enforce
+//! them say how.
+
+use std::time::Duration;
+
+/// The largest request body, REST and `/mcp` alike: a search's arguments are a few KiB at most.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// The largest request head (request line and headers) a connection may buffer; hyper's default
+/// let each connection hold about 400 KiB of unfinished headers.
+pub const MAX_HEAD_BYTES: usize = 32 * 1024;
+/// The longest query, in bytes.
+pub const MAX_QUERY_BYTES: usize = 8 * 1024;
+/// The largest `n_results` a caller may ask for.
+pub const MAX_N_RESULTS: i64 = 200;
+/// The default cap on one store's response body.
+pub const DEFAULT_BODY_CAP: usize = 8 * 1024 * 1024;
+/// How deep a value inside a hit's metadata may nest: every answer stays readable by clients with
+/// serde_json's 128-level limit.
+pub const MAX_METADATA_DEPTH: usize = 64;
+/// How many callosums may stand in one chain.
+pub const MAX_CHAIN_DEPTH: u32 = 8;
+/// The store calls one search may cause in all, when its caller set no budget.
+pub const DEFAULT_CALL_BUDGET: u32 = 256;
+/// How many stores the roster holds unless `federation.max_stores` says otherwise: far more than
+/// any fan a model gains from, few enough that one search cannot become a flood of calls.
+pub const DEFAULT_MAX_STORES: usize = 64;
+/// The highest `federation.max_stores` accepted.
+pub const MAX_MAX_STORES: usize = 1024;
+/// The highest `server.max_connections`, `max_in_flight` or `max_mcp_sessions` accepted: far
+/// above what one process serves, far below what makes tokio's semaphore panic.
+pub const MAX_SERVER_CAP: usize = 1_000_000;
+/// The longest line read from an MCP host over stdio.
+pub const MAX_STDIO_LINE: usize = 1024 * 1024;
+/// How long an MCP session over HTTP may sit idle before it is closed (rmcp's default is five
+/// minutes). A client that comes back later gets 404 and starts a new session, as the spec says.
+pub const MCP_SESSION_IDLE: Duration = Duration::from_secs(120);
+/// How long a keychain write or delete may take before a roster change goes on without it (a
+/// locked keychain may wait on a prompt nobody answers).
+pub const KEYCHAIN_WAIT: Duration = Duration::from_secs(10);
