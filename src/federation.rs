@@ -96,53 +96,7 @@ impl Federation {
         let ask = n.saturating_mul(federation.fetch_multiplier).max(n);
         let fan = self.roster.fan();
         let results = self.fan_out(&fan, query, ask, chain).await;
-
-        let mut answered = Vec::new();
-        let mut lists = Vec::new();
-        let mut failed = Vec::new();
-        for (bound, result) in fan.bound.iter().zip(results) {
-            match result {
-                Ok(hits) => {
-                    answered.push(bound);
-                    lists.push(RankedList {
-                        weight: bound.weight,
-                        floor: bound.floor,
-                        hits,
-                    });
-                }
-                Err(why) => {
-                    // Per search at debug only: the first failure of a run, and the breaker's
-                    // openings, are logged at warn by `health`, so a dead store does not write
-                    // a line per search.
-                    tracing::debug!(store = %bound.name, reason = %why, "store gave nothing");
-                    failed.push(NameReason {
-                        name: bound.name.clone(),
-                        reason: why.to_string(),
-                    });
-                }
-            }
-        }
-        let hits = fusion::fuse(lists, federation.k, n)
-            .into_iter()
-            .map(|fused| api::Hit {
-                store: answered[fused.list].name.clone(),
-                id: fused.hit.id,
-                content: fused.hit.content,
-                score: fused.score,
-                store_rank: u32::try_from(fused.rank).unwrap_or(u32::MAX),
-                base_relevance: fused.hit.base_relevance,
-                native_score: fused.hit.native_score,
-                raw_distance: fused.hit.raw_distance,
-                metadata: fused.hit.metadata,
-            })
-            .collect();
-        Ok(SearchAnswer {
-            query: query.to_owned(),
-            hits,
-            stores_searched: answered.iter().map(|b| b.name.clone()).collect(),
-            failed,
-            skipped: fan.skipped.clone(),
-        })
+        Ok(answer(query, &fan, results, federation.k, n))
     }
 
     /// Checks a search's query and `n_results`, and says how many fused hits it wants.
@@ -298,8 +252,65 @@ impl Federation {
             service: "SerenCorpusCallosum".into(),
             version: crate::VERSION.into(),
             stores: fan.bound.iter().map(|b| b.name.clone()).collect(),
-            skipped: fan.skipped.clone(),
+            skipped: fan.skipped(),
         }
+    }
+}
+
+/// The answer to a search: what each store gave, in roster order, fused and cut to `n`, with the
+/// stores that gave nothing named.
+fn answer(
+    query: &str,
+    fan: &Fan,
+    results: Vec<Result<Vec<store::Hit>, Unanswered>>,
+    k: u32,
+    n: usize,
+) -> SearchAnswer {
+    let mut answered = Vec::new();
+    let mut lists = Vec::new();
+    let mut failed = Vec::new();
+    for (bound, result) in fan.bound.iter().zip(results) {
+        match result {
+            Ok(hits) => {
+                answered.push(bound);
+                lists.push(RankedList {
+                    weight: bound.weight,
+                    floor: bound.floor,
+                    hits,
+                });
+            }
+            Err(why) => {
+                // Per search at debug only: the first failure of a run, and the breaker's
+                // openings, are logged at warn by `health`, so a dead store does not write
+                // a line per search.
+                tracing::debug!(store = %bound.name, reason = %why, "store gave nothing");
+                failed.push(NameReason {
+                    name: bound.name.clone(),
+                    reason: why.to_string(),
+                });
+            }
+        }
+    }
+    let hits = fusion::fuse(lists, k, n)
+        .into_iter()
+        .map(|fused| api::Hit {
+            store: answered[fused.list].name.clone(),
+            id: fused.hit.id,
+            content: fused.hit.content,
+            score: fused.score,
+            store_rank: u32::try_from(fused.rank).unwrap_or(u32::MAX),
+            base_relevance: fused.hit.base_relevance,
+            native_score: fused.hit.native_score,
+            raw_distance: fused.hit.raw_distance,
+            metadata: fused.hit.metadata,
+        })
+        .collect();
+    SearchAnswer {
+        query: query.to_owned(),
+        hits,
+        stores_searched: answered.iter().map(|b| b.name.clone()).collect(),
+        failed,
+        skipped: fan.skipped(),
     }
 }
 

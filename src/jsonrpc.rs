@@ -200,23 +200,8 @@ where
                 return;
             }
             // Read over the rest of the long line, unless it all came.
-            if !ended {
-                loop {
-                    let buffer = match input.fill_buf().await {
-                        Ok([]) | Err(_) => return,
-                        Ok(buffer) => buffer,
-                    };
-                    match buffer.iter().position(|b| *b == b'\n') {
-                        Some(at) => {
-                            input.consume(at + 1);
-                            break;
-                        }
-                        None => {
-                            let all = buffer.len();
-                            input.consume(all);
-                        }
-                    }
-                }
+            if !ended && !skip_line(&mut input).await {
+                return;
             }
             continue;
         }
@@ -236,6 +221,26 @@ where
                 if written.await.is_err() {
                     return;
                 }
+            }
+        }
+    }
+}
+
+/// Reads over the rest of a line; false at the end of input.
+async fn skip_line<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> bool {
+    loop {
+        let buffer = match input.fill_buf().await {
+            Ok([]) | Err(_) => return false,
+            Ok(buffer) => buffer,
+        };
+        match buffer.iter().position(|b| *b == b'\n') {
+            Some(at) => {
+                input.consume(at + 1);
+                return true;
+            }
+            None => {
+                let all = buffer.len();
+                input.consume(all);
             }
         }
     }

@@ -273,30 +273,34 @@ fn open(backend: Backend) -> Result<Arc<dyn Store>, String> {
             "Windows Credential Manager",
             true,
         ),
-        Backend::Auto => {
-            #[cfg(target_os = "macos")]
-            return open(Backend::Keychain);
-            #[cfg(target_os = "windows")]
-            return open(Backend::Windows);
-            #[cfg(all(
-                unix,
-                not(any(target_os = "macos", target_os = "ios", target_os = "android"))
-            ))]
-            {
-                let secret_service = open(Backend::SecretService);
-                #[cfg(target_os = "linux")]
-                if let Err(why) = &secret_service {
-                    tracing::debug!(%why, "no Secret Service; using the kernel keyring");
-                    return open(Backend::Keyutils);
-                }
-                return secret_service;
-            }
-            #[allow(unreachable_code)]
-            Err("this platform has no keychain the callosum knows".into())
-        }
+        Backend::Auto => open_auto(),
         #[allow(unreachable_patterns)]
         other => Err(format!("{other:?} is not available on this platform")),
     }
+}
+
+/// The platform's own store: the Keychain on macOS, the Credential Manager on Windows; on Linux
+/// and the BSDs the Secret Service when the session bus has one, else (Linux) the kernel keyring.
+fn open_auto() -> Result<Arc<dyn Store>, String> {
+    #[cfg(target_os = "macos")]
+    return open(Backend::Keychain);
+    #[cfg(target_os = "windows")]
+    return open(Backend::Windows);
+    #[cfg(all(
+        unix,
+        not(any(target_os = "macos", target_os = "ios", target_os = "android"))
+    ))]
+    {
+        let secret_service = open(Backend::SecretService);
+        #[cfg(target_os = "linux")]
+        if let Err(why) = &secret_service {
+            tracing::debug!(%why, "no Secret Service; using the kernel keyring");
+            return open(Backend::Keyutils);
+        }
+        return secret_service;
+    }
+    #[allow(unreachable_code)]
+    Err("this platform has no keychain the callosum knows".into())
 }
 
 /// A backend of the keyring crates.

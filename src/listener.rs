@@ -72,8 +72,6 @@ pub async fn serve_with(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     use hyper_util::rt::{TokioIo, TokioTimer};
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let table = Arc::new(Table::new());
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -83,8 +81,13 @@ pub async fn serve_with(
         .max_buf_size(crate::limits::MAX_HEAD_BYTES)
         .keep_alive(true);
     let service = hyper_util::service::TowerToHyperService::new(router);
-    let mut refused: u64 = 0;
-    let mut evicted: u64 = 0;
+    let mut gate = Gate {
+        slots: Arc::new(Semaphore::new(limits.max_connections)),
+        table: Arc::new(Table::new()),
+        max: limits.max_connections,
+        refused: 0,
+        evicted: 0,
+    };
     tokio::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -99,53 +102,26 @@ pub async fn serve_with(
             },
             () = &mut shutdown => break,
         };
-        let permit = match slots.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) if table.evict_longest_idle() => {
-                count_and_warn(
-                    &mut evicted,
-                    limits.max_connections,
-                    "connection limit reached; closing the longest-idle connections",
-                );
-                // The evicted task ends at its next poll and gives its slot back; bounded anyway.
-                match tokio::time::timeout(EVICTION_WAIT, slots.clone().acquire_owned()).await {
-                    Ok(Ok(permit)) => permit,
-                    _ => continue,
-                }
-            }
-            Err(_) => {
-                count_and_warn(
-                    &mut refused,
-                    limits.max_connections,
-                    "connection limit reached and every connection is busy; closing new connections",
-                );
-                drop(stream);
-                continue;
-            }
+        // Refused connections are dropped here, which closes them.
+        let Some(permit) = gate.admit().await else {
+            continue;
         };
         // Small JSON answers: send them now rather than wait for Nagle.
         let _ = stream.set_nodelay(true);
-        let (id, entry) = table.open();
+        let (id, entry) = gate.table.open();
         let tracked = Tracked {
             inner: service.clone(),
             entry: entry.clone(),
             body_timeout: limits.header_timeout,
         };
         let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), tracked));
-        let table = table.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                ended = connection => {
-                    if let Err(error) = ended {
-                        tracing::debug!(%error, "connection ended with an error");
-                    }
-                }
-                // Evicted while idle: dropping the connection closes it; no request is cut.
-                () = entry.evict.cancelled() => {}
-            }
-            table.close(id);
-            drop(permit);
-        });
+        tokio::spawn(run_connection(
+            connection,
+            entry,
+            gate.table.clone(),
+            id,
+            permit,
+        ));
     }
     drop(listener);
     tokio::select! {
@@ -155,6 +131,64 @@ pub async fn serve_with(
         }
     }
     Ok(())
+}
+
+/// Serves one connection until it ends or is evicted while idle (dropping it closes it; no request
+/// is cut), then gives its slot back.
+async fn run_connection(
+    connection: impl std::future::Future<Output = Result<(), hyper::Error>>,
+    entry: Arc<Entry>,
+    table: Arc<Table>,
+    id: u64,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    tokio::select! {
+        ended = connection => {
+            if let Err(error) = ended {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        }
+        () = entry.evict.cancelled() => {}
+    }
+    table.close(id);
+    drop(permit);
+}
+
+/// The connection cap: a slot per open connection, and what to do when none is free.
+struct Gate {
+    slots: Arc<Semaphore>,
+    table: Arc<Table>,
+    max: usize,
+    refused: u64,
+    evicted: u64,
+}
+
+impl Gate {
+    /// A slot for a new connection: a free one, or the one of the connection idle longest, which
+    /// is closed to make room; `None` when every connection has a request under way.
+    async fn admit(&mut self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        if let Ok(permit) = self.slots.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        if !self.table.evict_longest_idle() {
+            count_and_warn(
+                &mut self.refused,
+                self.max,
+                "connection limit reached and every connection is busy; closing new connections",
+            );
+            return None;
+        }
+        count_and_warn(
+            &mut self.evicted,
+            self.max,
+            "connection limit reached; closing the longest-idle connections",
+        );
+        // The evicted task ends at its next poll and gives its slot back; bounded anyway.
+        match tokio::time::timeout(EVICTION_WAIT, self.slots.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Some(permit),
+            _ => None,
+        }
+    }
 }
 
 /// Counts one more, and logs it the 1st, 2nd, 4th, 8th... time, so a flood writes few lines.

@@ -436,28 +436,31 @@ fn render_table(answer: &api::SearchAnswer) -> String {
         let _ = writeln!(out, "  (no hits)");
     }
     let _ = writeln!(out);
+    render_stores(answer, &mut out);
+    out
+}
+
+/// What answered, failed and was skipped, under the table.
+fn render_stores(answer: &api::SearchAnswer, out: &mut String) {
+    use std::fmt::Write;
     let _ = writeln!(
         out,
         "searched: {}",
         or_none(&answer.stores_searched.join(", "))
     );
-    for failed in &answer.failed {
-        let _ = writeln!(
-            out,
-            "failed:   {}: {}",
-            printable(&failed.name),
-            printable(&failed.reason)
-        );
+    for (word, entries) in [
+        ("failed:  ", &answer.failed),
+        ("skipped: ", &answer.skipped),
+    ] {
+        for entry in entries {
+            let _ = writeln!(
+                out,
+                "{word} {}: {}",
+                printable(&entry.name),
+                printable(&entry.reason)
+            );
+        }
     }
-    for skipped in &answer.skipped {
-        let _ = writeln!(
-            out,
-            "skipped:  {}: {}",
-            printable(&skipped.name),
-            printable(&skipped.reason)
-        );
-    }
-    out
 }
 
 fn or_none(text: &str) -> &str {
@@ -467,20 +470,40 @@ fn or_none(text: &str) -> &str {
 /// Exit codes of `check`: 0 all bound stores answered, 2 some store failed or was skipped,
 /// 78 the configuration is invalid (an inbound token it asks for cannot be read, say).
 async fn check(config: Config) -> anyhow::Result<ExitCode> {
+    let mut out = check_header(&config);
+    let token_error = config.server.token_error.is_some();
+    let federation = Federation::new(config)?;
+    let answer = match federation
+        .search("seren-corpus-callosum check", Some(1), &Chain::root())
+        .await
+    {
+        Ok(answer) => answer,
+        Err(refusal) => anyhow::bail!("the probe search was refused: {refusal}"),
+    };
+    let healthy = check_stores(&federation.stores(), &answer, &mut out);
+    emit(&out)?;
+    Ok(if token_error {
+        ExitCode::from(EXIT_CONFIG)
+    } else if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+/// What `check` says of the configuration itself: the files, where the token comes from, what is
+/// wrong with it, and the warnings.
+fn check_header(config: &Config) -> String {
     use seren_corpus_callosum::config::TokenSource;
     use std::fmt::Write;
     // Writing to a String cannot fail.
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "config:  {} ({})",
-        config.path.display(),
-        if config.exists {
-            "found"
-        } else {
-            "not found: an empty federation"
-        }
-    );
+    let found = if config.exists {
+        "found"
+    } else {
+        "not found: an empty federation"
+    };
+    let _ = writeln!(out, "config:  {} ({found})", config.path.display());
     let _ = writeln!(out, "overlay: {}", config.overlay_path.display());
     let auth = match &config.server.token_source {
         TokenSource::None => "none (no inbound token)".to_owned(),
@@ -492,25 +515,22 @@ async fn check(config: Config) -> anyhow::Result<ExitCode> {
         TokenSource::Env(name) => format!("inbound token from ${name}"),
     };
     let _ = writeln!(out, "auth:    {auth}");
-    let token_error = config.server.token_error.clone();
-    if let Some(why) = &token_error {
+    if let Some(why) = &config.server.token_error {
         let _ = writeln!(out, "error:   {why}; serve refuses to start");
     }
     for warning in &config.warnings {
         let _ = writeln!(out, "warning: {warning}");
     }
-    let federation = Federation::new(config)?;
-    let stores = federation.stores();
+    out
+}
+
+/// One line per store, as the probe search found it; true when every store answered or is
+/// disabled, and the overlay could be read.
+fn check_stores(stores: &api::Stores, answer: &api::SearchAnswer, out: &mut String) -> bool {
+    use std::fmt::Write;
     if let Some(error) = &stores.overlay_error {
         let _ = writeln!(out, "overlay error: {error}");
     }
-    let answer = match federation
-        .search("seren-corpus-callosum check", Some(1), &Chain::root())
-        .await
-    {
-        Ok(answer) => answer,
-        Err(refusal) => anyhow::bail!("the probe search was refused: {refusal}"),
-    };
     let mut healthy = stores.overlay_error.is_none();
     for row in &stores.stores {
         let kind = if row.kind.is_empty() { "?" } else { &row.kind };
@@ -532,14 +552,7 @@ async fn check(config: Config) -> anyhow::Result<ExitCode> {
     if stores.stores.is_empty() {
         let _ = writeln!(out, "no stores configured");
     }
-    emit(&out)?;
-    Ok(if token_error.is_some() {
-        ExitCode::from(EXIT_CONFIG)
-    } else if healthy {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
+    healthy
 }
 
 async fn run_demo(mut config: Config) -> anyhow::Result<ExitCode> {

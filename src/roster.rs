@@ -6,7 +6,7 @@
 //! file is written first, and only when that succeeds is the new fan swapped in.
 
 use crate::api::NewStore;
-use crate::api::{Refusal, RefusalKind, StoreRow, StoreStatus};
+use crate::api::{NameReason, Refusal, RefusalKind, StoreRow, StoreStatus};
 use crate::config::{Config, Invalid, RawStoreEntry, StoreEntry};
 use crate::keychain::Pointer;
 use crate::limits::KEYCHAIN_WAIT;
@@ -35,8 +35,6 @@ pub struct Fan {
     pub rows: Vec<StoreRow>,
     /// The stores that are fanned, in roster order.
     pub bound: Vec<Arc<Bound>>,
-    /// The stores that are never asked, with why.
-    pub skipped: Vec<crate::api::NameReason>,
     /// Why the overlay could not be read, if it could not.
     pub overlay_error: Option<String>,
 }
@@ -118,7 +116,7 @@ impl Inner {
             }
         };
         let fan = build_fan(&config, &state.entries, state.error.clone());
-        for skip in &fan.skipped {
+        for skip in fan.skipped() {
             tracing::warn!(store = %skip.name, reason = %skip.reason, "store skipped");
         }
         Self {
@@ -392,101 +390,128 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
     let mut fan = Fan {
         rows: Vec::new(),
         bound: Vec::new(),
-        skipped: Vec::new(),
         overlay_error,
     };
     let mut names = HashSet::new();
-    let overlay_entries = overlay.iter().enumerate().map(|(i, value)| {
-        let place = format!("runtime overlay entry {i}");
-        // Worded without values: a mistyped `token` must not be quoted on `GET /` or in the log.
-        let entry = serde_path_to_error::deserialize::<_, RawStoreEntry>(value.clone())
-            .map_err(|e| crate::api::value_free(e.path(), &e.inner().to_string()))
-            .and_then(|raw| raw.check(&place));
-        match entry {
-            Ok(entry) => entry,
-            // Labelled by its name only when the name keeps the name rule, else by its place.
-            Err(message) => Err(Invalid {
-                name: value
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .map(str::trim)
-                    .filter(|n| crate::config::check_name(n).is_ok())
-                    .map_or(place, str::to_owned),
-                reason: format!("invalid entry: {message}"),
-            }),
-        }
-    });
     let entries = config
         .federation
         .stores
         .iter()
         .cloned()
         .map(|entry| (false, entry))
-        .chain(overlay_entries.map(|entry| (true, entry)));
+        .chain(
+            overlay
+                .iter()
+                .enumerate()
+                .map(|(i, value)| (true, overlay_entry(i, value))),
+        );
     for (managed, entry) in entries {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(invalid) => {
-                fan.rows.push(StoreRow {
-                    name: invalid.name.clone(),
-                    kind: String::new(),
-                    url: String::new(),
-                    weight: 1.0,
-                    floor: 0.0,
-                    enabled: true,
-                    managed,
-                    auth: false,
-                    status: StoreStatus::Skipped(invalid.reason.clone()),
-                    breaker: None,
-                });
-                fan.skipped.push(crate::api::NameReason {
-                    name: invalid.name,
-                    reason: invalid.reason,
-                });
-                continue;
+        let row = match entry {
+            Ok(entry) => {
+                let status = fan.admit(config, &entry, &mut names);
+                row(entry, managed, status)
             }
+            Err(invalid) => StoreRow {
+                name: invalid.name,
+                kind: String::new(),
+                url: String::new(),
+                weight: 1.0,
+                floor: 0.0,
+                enabled: true,
+                managed,
+                auth: false,
+                status: StoreStatus::Skipped(invalid.reason),
+                breaker: None,
+            },
         };
-        let cap = config.federation.max_stores;
-        let status = if !names.insert(entry.name.clone()) {
-            StoreStatus::Skipped(format!(
-                "duplicate name: a store named '{}' comes earlier",
-                entry.name
-            ))
-        } else if fan.rows.len() >= cap {
-            StoreStatus::Skipped(format!(
-                "the roster is full: federation.max_stores is {cap}"
-            ))
-        } else if !entry.enabled {
-            StoreStatus::Disabled
-        } else {
-            match bind(config, &entry) {
-                Ok(bound) => {
-                    fan.bound.push(Arc::new(bound));
-                    StoreStatus::Active
-                }
-                Err(reason) => StoreStatus::Skipped(reason),
-            }
-        };
-        if let StoreStatus::Skipped(reason) = &status {
-            fan.skipped.push(crate::api::NameReason {
-                name: entry.name.clone(),
-                reason: reason.clone(),
-            });
-        }
-        fan.rows.push(StoreRow {
-            auth: entry.has_auth(),
-            url: entry.url.shown(),
-            name: entry.name,
-            kind: entry.kind,
-            weight: entry.weight,
-            floor: entry.floor,
-            enabled: entry.enabled,
-            managed,
-            status,
-            breaker: None,
-        });
+        fan.rows.push(row);
     }
     fan
+}
+
+/// One overlay entry, checked. It is worded without values (a mistyped `token` must not be quoted
+/// on `GET /` or in the log) and labelled by its name only when the name keeps the name rule,
+/// else by its place.
+fn overlay_entry(i: usize, value: &Value) -> Result<StoreEntry, Invalid> {
+    let place = format!("runtime overlay entry {i}");
+    let entry = serde_path_to_error::deserialize::<_, RawStoreEntry>(value.clone())
+        .map_err(|e| crate::api::value_free(e.path(), &e.inner().to_string()))
+        .and_then(|raw| raw.check(&place));
+    entry.unwrap_or_else(|message| {
+        Err(Invalid {
+            name: value
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|n| crate::config::check_name(n).is_ok())
+                .map_or(place, str::to_owned),
+            reason: format!("invalid entry: {message}"),
+        })
+    })
+}
+
+/// A checked entry as `GET /stores` lists it.
+fn row(entry: StoreEntry, managed: bool, status: StoreStatus) -> StoreRow {
+    StoreRow {
+        auth: entry.has_auth(),
+        url: entry.url.shown(),
+        name: entry.name,
+        kind: entry.kind,
+        weight: entry.weight,
+        floor: entry.floor,
+        enabled: entry.enabled,
+        managed,
+        status,
+        breaker: None,
+    }
+}
+
+impl Fan {
+    /// Decides an entry's status in roster order, binding it when it is to be fanned: a name seen
+    /// before is a duplicate, past the cap the roster is full, a disabled entry is listed only.
+    fn admit(
+        &mut self,
+        config: &Config,
+        entry: &StoreEntry,
+        names: &mut HashSet<String>,
+    ) -> StoreStatus {
+        let cap = config.federation.max_stores;
+        if !names.insert(entry.name.clone()) {
+            return StoreStatus::Skipped(format!(
+                "duplicate name: a store named '{}' comes earlier",
+                entry.name
+            ));
+        }
+        if self.rows.len() >= cap {
+            return StoreStatus::Skipped(format!(
+                "the roster is full: federation.max_stores is {cap}"
+            ));
+        }
+        if !entry.enabled {
+            return StoreStatus::Disabled;
+        }
+        match bind(config, entry) {
+            Ok(bound) => {
+                self.bound.push(Arc::new(bound));
+                StoreStatus::Active
+            }
+            Err(reason) => StoreStatus::Skipped(reason),
+        }
+    }
+
+    /// The stores that are never asked, with why (a disabled store is not skipped).
+    pub fn skipped(&self) -> Vec<NameReason> {
+        self.rows
+            .iter()
+            .filter_map(|row| match &row.status {
+                StoreStatus::Skipped(reason) => Some(NameReason {
+                    name: row.name.clone(),
+                    reason: reason.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
@@ -557,7 +582,7 @@ mod tests {
         let fan = roster.fan();
         let bound: Vec<_> = fan.bound.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(bound, ["facts", "extra"]);
-        assert_eq!(fan.skipped.len(), 5, "disabled is not skipped");
+        assert_eq!(fan.skipped().len(), 5, "disabled is not skipped");
     }
 
     #[tokio::test]
@@ -702,7 +727,7 @@ mod tests {
         );
         let fan = roster.fan();
         assert_eq!(
-            fan.skipped[0].reason,
+            fan.skipped()[0].reason,
             "invalid entry: token: invalid type: integer, expected a string"
         );
     }

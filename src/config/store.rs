@@ -198,17 +198,8 @@ impl RawStoreEntry {
         };
         let field = |f: &str, why: String| format!("store '{name}': {f} {why}");
         let url = StoreUrl::parse(url).map_err(|why| field("url", why))?;
-        let weight = self.weight.unwrap_or(1.0);
-        if !(weight.is_finite() && weight > 0.0) {
-            return Err(field(
-                "weight",
-                format!("must be a finite number > 0, got {weight}"),
-            ));
-        }
-        let floor = self.floor.unwrap_or(0.0);
-        if !(floor.is_finite() && (0.0..=1.0).contains(&floor)) {
-            return Err(field("floor", format!("must be within 0..=1, got {floor}")));
-        }
+        let (weight, floor) =
+            weight_and_floor(self.weight, self.floor).map_err(|(f, why)| field(f, why))?;
         let timeout = match self.timeout_s {
             None => None,
             Some(t) => Some(positive_seconds(t).map_err(|why| field("timeout_s", why))?),
@@ -235,6 +226,26 @@ impl RawStoreEntry {
             options: self.options,
         }))
     }
+}
+
+/// A store's weight (finite, > 0; default 1) and floor (0..=1; default 0), or the field that is
+/// out of range and why.
+fn weight_and_floor(
+    weight: Option<f64>,
+    floor: Option<f64>,
+) -> Result<(f64, f64), (&'static str, String)> {
+    let weight = weight.unwrap_or(1.0);
+    if !(weight.is_finite() && weight > 0.0) {
+        return Err((
+            "weight",
+            format!("must be a finite number > 0, got {weight}"),
+        ));
+    }
+    let floor = floor.unwrap_or(0.0);
+    if !(floor.is_finite() && (0.0..=1.0).contains(&floor)) {
+        return Err(("floor", format!("must be within 0..=1, got {floor}")));
+    }
+    Ok((weight, floor))
 }
 
 /// The one name rule, for config, overlay and run-time stores alike: 1-64 of `A-Z a-z 0-9 . _ -`,

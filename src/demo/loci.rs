@@ -18,6 +18,7 @@
 
 use super::bm25::Index;
 use super::request::{Body, Invalid};
+use super::round5;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -210,11 +211,6 @@ fn hit(fact: &Fact, score: f64, match_kind: MatchKind) -> LociHit {
         raw_distance: None,
         live: true,
     }
-}
-
-/// Five decimals, as the real store rounds its numbers.
-fn round5(x: f64) -> f64 {
-    (x * 1e5).round() / 1e5
 }
 
 /// The SerenLoci routes over the bundled sample.

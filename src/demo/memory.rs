@@ -20,6 +20,7 @@
 
 use super::bm25::Index;
 use super::request::{Body, Invalid};
+use super::round5;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::{get, post};
@@ -230,11 +231,6 @@ fn hit(memory: &Memory, strength: f64) -> MemoryHit {
         surroundings: None,
         matched_via: None,
     }
-}
-
-/// Five decimals, as the real store rounds its numbers.
-fn round5(x: f64) -> f64 {
-    (x * 1e5).round() / 1e5
 }
 
 /// The SerenMemory routes over the bundled sample.

@@ -134,6 +134,11 @@ pub fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Re
     Ok(())
 }
 
+/// Five decimals, as the real stores round their numbers.
+fn round5(x: f64) -> f64 {
+    (x * 1e5).round() / 1e5
+}
+
 fn url_of(addr: SocketAddr) -> String {
     format!("http://{addr}")
 }

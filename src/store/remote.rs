@@ -115,6 +115,26 @@ impl Remote {
         n: usize,
         chain: &Chain,
     ) -> Result<Vec<Hit>, Failure> {
+        let response = self.send(client, query, n, chain).await?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(Failure::Status(status.as_u16()));
+        }
+        let bytes = self.read_body(response).await?;
+        self.protocol.decode(&bytes, n).map_err(Failure::Decode)
+    }
+
+    /// Sends the search and waits for the answer's head. A pooled keep-alive connection that the
+    /// store closed just as the request went out (its idle timeout) gives no answer and no status;
+    /// a search is read-only, so it is asked once more, on a fresh connection, within the same
+    /// deadline.
+    async fn send(
+        &self,
+        client: &reqwest::Client,
+        query: &str,
+        n: usize,
+        chain: &Chain,
+    ) -> Result<reqwest::Response, Failure> {
         let chain_headers = chain.headers();
         let body = self.protocol.request(query, n);
         // Serializing a serde_json::Value cannot fail: its keys are strings and it holds no NaN.
@@ -134,35 +154,29 @@ impl Remote {
             request.send()
         };
         let sent = match send().await {
-            // A pooled keep-alive connection that the store closed just as the request went out
-            // (its idle timeout) gives no answer and no status. A search is read-only, so it is
-            // asked once more, on a fresh connection, within the same deadline.
             Err(e) if closed_before_answer(&e) => send().await,
             sent => sent,
         };
-        let mut response = sent.map_err(|e| {
+        sent.map_err(|e| {
             let why = describe(&e);
             if e.is_connect() {
                 Failure::Connect(why)
             } else {
                 Failure::Transport(why)
             }
-        })?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(Failure::Status(status.as_u16()));
-        }
-        if response
-            .content_length()
-            .is_some_and(|len| len > self.body_cap as u64)
-        {
+        })
+    }
+
+    /// Reads the answer's body, at most the cap.
+    async fn read_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Failure> {
+        let announced = response.content_length();
+        if announced.is_some_and(|len| len > self.body_cap as u64) {
             return Err(Failure::TooLarge(self.body_cap));
         }
         // Sized by what the store announces, up to 64 KiB: a store that announces 8 MiB and then
         // stalls must not cost 8 MiB per search before a byte has come.
         let mut bytes = Vec::with_capacity(
-            response
-                .content_length()
+            announced
                 .map_or(8 * 1024, |len| len as usize)
                 .min(64 * 1024),
         );
@@ -176,7 +190,7 @@ impl Remote {
             }
             bytes.extend_from_slice(&chunk);
         }
-        self.protocol.decode(&bytes, n).map_err(Failure::Decode)
+        Ok(bytes)
     }
 }
 
