@@ -1,10 +1,8 @@
 //! The REST API: request checks, auth, request ids, and live roster changes that persist.
 
-mod support;
-
+use crate::support::*;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use support::*;
 
 #[tokio::test]
 async fn bad_search_requests_name_the_field() {

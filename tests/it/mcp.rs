@@ -1,14 +1,12 @@
 //! MCP, proven with rmcp's own client: over stdio against the real binary (a spawned process) and
 //! over streamable HTTP against a callosum on a loopback port.
 
-mod support;
-
+use crate::support::mcp::*;
+use crate::support::*;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Value, json};
-use support::mcp::*;
-use support::*;
 
 /// Lists the tools and exercises all four through `client`, against stores on `callosum`'s roster.
 async fn exercise_all_tools(client: &Client, callosum: &Callosum, extra_url: &str) {
@@ -319,19 +317,10 @@ impl RawStdio {
     /// Closes stdin and waits for the process to exit (bounded), returning its status and stderr.
     fn close(mut self) -> (std::process::ExitStatus, String) {
         drop(self.child.stdin.take());
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the server did not exit after stdin closed"
-            );
-            std::thread::yield_now();
-        };
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(self.child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        let (status, stderr) =
+            crate::support::process::exit_within(self.child, std::time::Duration::from_secs(20));
+        let status = status
+            .unwrap_or_else(|| panic!("the server did not exit after stdin closed: {stderr}"));
         (status, stderr)
     }
 }
@@ -501,18 +490,8 @@ async fn shutdown_does_not_wait_on_open_mcp_streams() {
         .status()
         .unwrap();
     assert!(status.success());
-    let exited = tokio::task::spawn_blocking(move || {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                return Some(status);
-            }
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                return None;
-            }
-            std::thread::yield_now();
-        }
+    let (exited, _) = tokio::task::spawn_blocking(move || {
+        crate::support::process::exit_within(child, std::time::Duration::from_secs(20))
     })
     .await
     .unwrap();

@@ -1,10 +1,8 @@
 //! The fan, end to end: real stub stores on loopback, a real callosum in front, real HTTP between.
 
-mod support;
-
+use crate::support::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use support::*;
 
 #[tokio::test]
 async fn interleaves_two_stores_by_rank_with_roster_order_breaking_ties() {

@@ -3,13 +3,11 @@
 //! then on. Every search must answer 200; the latency distribution is printed (run with
 //! `--nocapture`), and compared only as ratios of the configured store timeout.
 
-mod support;
-
+use crate::support::fault::{Fault, FaultStore};
+use crate::support::*;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::fault::{Fault, FaultStore};
-use support::*;
 
 const SEARCHES: usize = 160;
 const CONCURRENCY: usize = 16;

@@ -1,12 +1,10 @@
 //! The binary itself: exit codes, the open-bind refusal, `search`, `check`, `demo`, and that no
 //! token ever reaches a log line.
 
-mod support;
-
+use crate::support::process::*;
+use crate::support::*;
 use serde_json::{Value, json};
 use std::process::Stdio;
-use support::process::*;
-use support::*;
 
 #[tokio::test]
 async fn an_open_bind_without_a_token_refuses_to_start_with_78() {

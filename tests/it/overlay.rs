@@ -1,13 +1,11 @@
 //! Nothing lost in the overlay: concurrent changes from REST and MCP, failed writes, and files a
 //! crash or a person left behind.
 
-mod support;
-
+use crate::support::mcp::*;
+use crate::support::*;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use support::mcp::*;
-use support::*;
 
 fn managed_names(stores: &Value) -> BTreeSet<String> {
     stores["stores"]

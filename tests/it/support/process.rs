@@ -111,3 +111,32 @@ pub fn listening_url(line: &str) -> String {
         .trim_end_matches('/')
         .to_owned()
 }
+
+/// Waits, at most `limit`, for `child` to exit: its status and all it wrote to stderr (when piped).
+/// The wait runs on a thread of its own and reports through a channel, so nothing polls; a child
+/// still running at `limit` is killed, and `None` says so.
+pub fn exit_within(
+    mut child: Child,
+    limit: Duration,
+) -> (Option<std::process::ExitStatus>, String) {
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let status = child.wait().ok();
+        let mut stderr = String::new();
+        if let Some(mut pipe) = child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+        }
+        let _ = tx.send((status, stderr));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(exited) => exited,
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            let (_, stderr) = rx.recv().unwrap_or((None, String::new()));
+            (None, stderr)
+        }
+    }
+}

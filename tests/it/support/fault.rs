@@ -38,6 +38,8 @@ pub struct FaultStore {
     pub url: String,
     fault: Arc<Mutex<Fault>>,
     connections: Arc<AtomicUsize>,
+    /// Told of every accepted connection, so a test can wait for one without polling.
+    accepted: Arc<tokio::sync::Notify>,
     stop: CancellationToken,
 }
 
@@ -54,7 +56,9 @@ impl FaultStore {
         let fault = Arc::new(Mutex::new(fault));
         let stop = CancellationToken::new();
         let connections = Arc::new(AtomicUsize::new(0));
+        let accepted = Arc::new(tokio::sync::Notify::new());
         let (shared, token, count) = (fault.clone(), stop.clone(), connections.clone());
+        let told = accepted.clone();
         tokio::spawn(async move {
             loop {
                 let accepted = tokio::select! {
@@ -63,6 +67,7 @@ impl FaultStore {
                 };
                 let Ok((stream, _)) = accepted else { return };
                 count.fetch_add(1, Ordering::SeqCst);
+                told.notify_waiters();
                 let fault = shared.lock().unwrap().clone();
                 let token = token.clone();
                 tokio::spawn(async move {
@@ -77,6 +82,7 @@ impl FaultStore {
             url,
             fault,
             connections,
+            accepted,
             stop,
         }
     }
@@ -84,6 +90,24 @@ impl FaultStore {
     /// How many connections the store has accepted.
     pub fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Waits (at most `limit`) until the store has accepted `n` connections; false if it has not.
+    pub async fn wait_for_connections(&self, n: usize, limit: std::time::Duration) -> bool {
+        tokio::time::timeout(limit, async {
+            loop {
+                // Registered before the count is read, so an accept in between is not missed.
+                let accepted = self.accepted.notified();
+                tokio::pin!(accepted);
+                accepted.as_mut().enable();
+                if self.connections() >= n {
+                    return;
+                }
+                accepted.await;
+            }
+        })
+        .await
+        .is_ok()
     }
 
     /// A store answering `body` (a JSON text) with 200.

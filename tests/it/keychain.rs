@@ -5,15 +5,13 @@
 //!
 //! Every test uses entries under a service name of its own, and deletes them when done.
 
-mod support;
-
+use crate::support::process::*;
+use crate::support::*;
 use serde_json::{Value, json};
 use seren_corpus_callosum::config::{Config, Secret};
 use seren_corpus_callosum::keychain::{Backend, Keychain, Pointer};
 use std::path::Path;
 use std::sync::Arc;
-use support::process::*;
-use support::*;
 
 /// Entries made by one test, deleted when it ends (pass or fail).
 struct Entries {

@@ -1,8 +1,6 @@
 //! Test support: scriptable stub stores and a callosum, each a real HTTP server on an ephemeral
 //! loopback port. Nothing here mocks the HTTP layer: every call crosses a real socket.
 
-#![allow(dead_code)] // Each test binary uses a different part of this module.
-
 pub mod fault;
 pub mod mcp;
 pub mod process;
@@ -21,6 +19,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// What anyone may read without the token (the contract's §6): the service card, health, and the
+/// viewer page. Written out here, so tests need not ask the code's own `is_public`.
+pub const PUBLIC: [&str; 5] = [
+    "GET /",
+    "GET /health",
+    "GET /health/stores",
+    "GET /viewer",
+    "GET /viewer/",
+];
 
 /// What a stub store does with a search.
 #[derive(Clone, Debug)]

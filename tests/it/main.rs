@@ -1,0 +1,17 @@
+//! The integration tests, one binary (so `cargo test` links the crate once): real servers on
+//! loopback ports, the real binary as a process, and MCP clients that are not ours' kin.
+
+mod support;
+
+mod cli;
+mod fan;
+mod faults;
+mod fuzz;
+mod guard;
+mod hostile;
+mod keychain;
+mod load;
+mod manifests;
+mod mcp;
+mod overlay;
+mod rest;
