@@ -397,14 +397,11 @@ pub fn bearer_matches(headers: &HeaderMap, token: &Secret) -> bool {
         && constant_time_eq(given.trim().as_bytes(), token.expose().as_bytes())
 }
 
-/// Compares without an early exit, so the time taken does not tell how much of a guess was right.
-/// (The length is not hidden; a token's length is not the secret.)
+/// Compares without an early exit (`subtle`), so the time taken does not tell how much of a guess
+/// was right. (The length is not hidden; a token's length is not the secret.)
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(difference) == 0
+    use subtle::ConstantTimeEq;
+    a.ct_eq(b).into()
 }
 
 /// Echoes the caller's `X-Request-Id` (when it is a sane one) or mints one, on every response,
