@@ -87,7 +87,14 @@ async fn a_hanging_store_costs_every_search_until_the_breaker_opens() {
     let healthy = [
         StubStore::hits(memory_hits(&[("a1", 0.1), ("a2", 0.2), ("a3", 0.3)])).await,
         StubStore::hits(loci_hits(&[("b1", 0.9), ("b2", 0.8)])).await,
-        StubStore::hits(memory_hits(&[("c1", 0.1)])).await,
+        // The load bench's kind of store: canned bytes, nothing recorded.
+        StubStore::canned(
+            serde_json::to_vec(&json!({"hits": memory_hits(&[("c1", 0.1)])}))
+                .unwrap()
+                .into(),
+            Duration::from_millis(2),
+        )
+        .await,
     ];
     let hanging = FaultStore::start(Fault::Hang).await;
     let dead = closed_port_url();

@@ -91,6 +91,32 @@ impl StubStore {
         }
     }
 
+    /// A store that answers `/search` (and `/by_topic`, empty) with `body` after `latency`, as
+    /// cheaply as it can: no capture, no parse, the bytes as given. The load bench's stores.
+    pub async fn canned(body: Bytes, latency: Duration) -> Self {
+        let router = Router::new()
+            .route("/search", post(canned_answer))
+            .route(
+                "/by_topic",
+                post(|| async { ([("content-type", "application/json")], r#"{"hits":[]}"#) }),
+            )
+            .with_state((body, latency));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let stop = CancellationToken::new();
+        let cancelled = stop.clone().cancelled_owned();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(cancelled)
+                .await;
+        });
+        Self {
+            url,
+            captured: Arc::default(),
+            _stop: stop.drop_guard(),
+        }
+    }
+
     /// A store answering these hits.
     pub async fn hits(hits: Value) -> Self {
         Self::start(Behaviour::Json(json!({ "hits": hits }))).await
@@ -133,6 +159,16 @@ async fn stub_answer(
             axum::Json(value).into_response()
         }
     }
+}
+
+async fn canned_answer(State((body, latency)): State<(Bytes, Duration)>) -> Response {
+    if !latency.is_zero() {
+        // A thread sleep on the blocking pool rather than `tokio::time::sleep`: tokio's timer has a
+        // 1 ms granularity and rounds up, which would put up to a millisecond of the stub's own into
+        // every "added over L" figure. A thread sleep overshoots by tens of microseconds.
+        let _ = tokio::task::spawn_blocking(move || std::thread::sleep(latency)).await;
+    }
+    ([("content-type", "application/json")], body).into_response()
 }
 
 /// Memory-shaped hits with the given ids and distances.

@@ -1,0 +1,148 @@
+//! Options and scenarios.
+
+use super::*;
+
+/// `cargo bench --bench load -- [--quick] [--python | --no-python] [--only A,B]`.
+/// `SCC_BENCH_BIN=PATH` runs another build of the service (an unstripped one, to profile).
+#[derive(clap::Parser)]
+#[command(
+    name = "load",
+    about = "The load harness: the callosum under load, beside one HTTP hop and the Python service."
+)]
+pub(super) struct Args {
+    /// A few hundred requests per scenario (seconds); skips Python unless --python.
+    #[arg(long)]
+    quick: bool,
+    /// Run the Python 5.3.0 reference in quick mode too.
+    #[arg(long, conflicts_with = "no_python")]
+    python: bool,
+    /// Skip the Python reference in full mode.
+    #[arg(long)]
+    no_python: bool,
+    /// Run only these scenarios (throughput, added-latency, wide-fan, one-hanging, memory-flat).
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    only: Option<Vec<String>>,
+    /// Passed by `cargo bench` to every bench binary; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+pub(super) struct Options {
+    pub(super) quick: bool,
+    pub(super) python: bool,
+    /// Run only these scenarios (`--only throughput,added-latency`).
+    pub(super) only: Option<Vec<String>>,
+}
+
+/// The command line, read with clap (`--help` says the same as the doc above).
+pub(super) fn parse_args() -> Options {
+    use clap::Parser;
+    let args = Args::parse();
+    Options {
+        quick: args.quick,
+        python: if args.quick {
+            args.python
+        } else {
+            !args.no_python
+        },
+        only: args.only,
+    }
+}
+
+#[derive(Clone)]
+pub(super) struct Scenario {
+    pub(super) name: &'static str,
+    /// K: stores fanned, the hanging one included.
+    pub(super) stores: usize,
+    /// The last store accepts connections and never answers.
+    pub(super) hanging: bool,
+    /// L: each stub's latency.
+    pub(super) latency: Duration,
+    /// C: concurrent workers.
+    pub(super) concurrency: usize,
+    pub(super) requests: usize,
+    pub(super) warmup: usize,
+    /// Requests sent to the Python reference (0: not run for this scenario).
+    pub(super) python_requests: usize,
+    /// Run the one-hop reference (or reuse one of the same L and C).
+    pub(super) one_hop: bool,
+    /// Run the direct-fan reference: the load generator asks the K stubs itself.
+    pub(super) direct_fan: bool,
+    /// Sample the callosum's RSS during the run (the memory-flatness run).
+    pub(super) track_rss: bool,
+}
+
+pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
+    // (full, quick)
+    let pick = |full: usize, short: usize| if quick { short } else { full };
+    vec![
+        Scenario {
+            name: "throughput",
+            stores: 3,
+            hanging: false,
+            latency: Duration::ZERO,
+            concurrency: 64,
+            requests: pick(30_000, 400),
+            warmup: pick(2_000, 128),
+            python_requests: pick(2_000, 100),
+            one_hop: true,
+            direct_fan: true,
+            track_rss: false,
+        },
+        Scenario {
+            name: "added-latency",
+            stores: 3,
+            hanging: false,
+            latency: Duration::from_millis(20),
+            concurrency: 1,
+            requests: pick(1_000, 50),
+            warmup: pick(50, 5),
+            python_requests: pick(500, 30),
+            one_hop: true,
+            direct_fan: true,
+            track_rss: false,
+        },
+        Scenario {
+            name: "wide-fan",
+            stores: 16,
+            hanging: false,
+            latency: Duration::ZERO,
+            concurrency: 64,
+            requests: pick(10_000, 300),
+            warmup: pick(1_000, 128),
+            python_requests: pick(200, 50),
+            one_hop: true,
+            direct_fan: false,
+            track_rss: false,
+        },
+        Scenario {
+            name: "one-hanging",
+            stores: 3,
+            hanging: true,
+            latency: Duration::ZERO,
+            concurrency: 16,
+            requests: pick(160, 48),
+            warmup: 0,
+            python_requests: pick(64, 16),
+            one_hop: false,
+            direct_fan: false,
+            track_rss: false,
+        },
+        Scenario {
+            name: "memory-flat",
+            stores: 3,
+            hanging: false,
+            latency: Duration::ZERO,
+            concurrency: 64,
+            requests: pick(100_000, 2_000),
+            warmup: pick(2_000, 128),
+            python_requests: 0,
+            one_hop: true,
+            direct_fan: false,
+            track_rss: true,
+        },
+    ]
+}
+
+/// The per-store timeout written into every config (the hanging scenario's bound).
+pub(super) const PER_STORE_TIMEOUT_S: u64 = 2;
