@@ -613,6 +613,8 @@ async fn mcp_tool_calls_share_the_in_flight_cap_with_rest() {
     struct Gauge {
         now: Arc<AtomicUsize>,
         most: Arc<AtomicUsize>,
+        /// Told each time the store finishes a search.
+        done: Arc<tokio::sync::Notify>,
     }
     let gauge = Gauge::default();
     let router = axum::Router::new()
@@ -622,6 +624,7 @@ async fn mcp_tool_calls_share_the_in_flight_cap_with_rest() {
                 g.most.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(std::time::Duration::from_millis(800)).await;
                 g.now.fetch_sub(1, Ordering::SeqCst);
+                g.done.notify_waiters();
                 axum::Json(json!({"hits": []}))
             },
         ))
@@ -656,15 +659,20 @@ async fn mcp_tool_calls_share_the_in_flight_cap_with_rest() {
         assert_eq!(response.status(), 200);
         drop(response);
     }
-    // The calls run on; wait until the store has nothing under way, then read the gauge.
-    let started = std::time::Instant::now();
-    while gauge.most.load(Ordering::SeqCst) == 0 || gauge.now.load(Ordering::SeqCst) > 0 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "the calls never ended"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    // The calls run on; wait (told by the store, bounded) until it has nothing under way.
+    let idle = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            let done = gauge.done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            if gauge.most.load(Ordering::SeqCst) > 0 && gauge.now.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            done.await;
+        }
+    })
+    .await;
+    assert!(idle.is_ok(), "the calls never ended");
     let most = gauge.most.load(Ordering::SeqCst);
     assert!(most <= 4, "the store saw {most} searches at once");
 }
