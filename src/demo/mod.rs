@@ -47,7 +47,8 @@ pub async fn spawn_loci_store(shutdown: CancellationToken) -> io::Result<SampleS
     spawn("seren_loci", "facts", loci_router(), shutdown).await
 }
 
-/// The SerenMemory sample's routes (`POST /search`, `GET /health`, `GET /`), for mounting elsewhere.
+/// The SerenMemory sample's routes (`POST /search`, `POST /by_topic`, `GET /health`, `GET /`), for
+/// mounting elsewhere.
 pub fn memory_router() -> Router {
     memory::router()
 }

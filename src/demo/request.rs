@@ -28,8 +28,15 @@ pub enum Invalid {
         field: &'static str,
         expected: &'static str,
     },
-    /// A number outside its bounds; `rule` reads "greater than or equal to 1" and the like.
+    /// A number outside its bounds, or a list too short; `rule` reads "greater than or equal to 1"
+    /// and the like.
     OutOfRange { field: &'static str, rule: String },
+    /// One item of a list holds the wrong JSON type; named `field.index` as pydantic's location is.
+    WrongItem {
+        field: &'static str,
+        index: usize,
+        expected: &'static str,
+    },
 }
 
 impl fmt::Display for Invalid {
@@ -42,6 +49,11 @@ impl fmt::Display for Invalid {
                 write!(f, "{field}: input should be {expected}")
             }
             Invalid::OutOfRange { field, rule } => write!(f, "{field}: input should be {rule}"),
+            Invalid::WrongItem {
+                field,
+                index,
+                expected,
+            } => write!(f, "{field}.{index}: input should be {expected}"),
         }
     }
 }
@@ -105,6 +117,30 @@ impl Body {
         }
     }
 
+    /// A list of strings that must be present and hold at least one item, as pydantic's
+    /// `list[str] = Field(min_length=1)`. `null` and a lone string count as the wrong type.
+    pub fn required_str_list(&self, field: &'static str) -> Result<Vec<String>, Invalid> {
+        let Some(value) = self.0.get(field) else {
+            return Err(Invalid::Missing(field));
+        };
+        let list = str_list(field, value)?;
+        if list.is_empty() {
+            return Err(Invalid::OutOfRange {
+                field,
+                rule: "a list with at least 1 item".to_string(),
+            });
+        }
+        Ok(list)
+    }
+
+    /// A list of strings, empty when absent; `null` is refused, as pydantic does for
+    /// `list[str] = []`.
+    pub fn str_list_or_empty(&self, field: &'static str) -> Result<Vec<String>, Invalid> {
+        self.0
+            .get(field)
+            .map_or_else(|| Ok(Vec::new()), |value| str_list(field, value))
+    }
+
     /// An integer with a default when absent. A float with no fractional part (`5.0`) is taken, as
     /// pydantic's lax mode does; `5.5`, strings and `null` are refused.
     pub fn int_or(&self, field: &'static str, default: i64) -> Result<i64, Invalid> {
@@ -134,6 +170,28 @@ impl Body {
             Some(_) => Err(wrong),
         }
     }
+}
+
+/// Reads `value` as a list of strings, naming the first item of the wrong type.
+fn str_list(field: &'static str, value: &Value) -> Result<Vec<String>, Invalid> {
+    let Value::Array(items) = value else {
+        return Err(Invalid::WrongType {
+            field,
+            expected: "a valid list",
+        });
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| match item {
+            Value::String(s) => Ok(s.clone()),
+            _ => Err(Invalid::WrongItem {
+                field,
+                index,
+                expected: "a valid string",
+            }),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -202,6 +260,38 @@ mod tests {
     }
 
     #[test]
+    fn reads_string_lists() {
+        let b =
+            body(r#"{"two": ["a", "b"], "none": [], "nul": null, "one": "a", "mixed": ["a", 7]}"#);
+        let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(b.required_str_list("two"), Ok(strings(&["a", "b"])));
+        assert_eq!(b.str_list_or_empty("two"), Ok(strings(&["a", "b"])));
+        assert_eq!(b.str_list_or_empty("none"), Ok(Vec::new()));
+        assert_eq!(b.str_list_or_empty("absent"), Ok(Vec::new()));
+        assert_eq!(
+            b.required_str_list("absent"),
+            Err(Invalid::Missing("absent"))
+        );
+        assert!(matches!(
+            b.required_str_list("none"),
+            Err(Invalid::OutOfRange { field: "none", .. })
+        ));
+        for field in ["nul", "one"] {
+            for got in [b.required_str_list(field), b.str_list_or_empty(field)] {
+                assert!(matches!(got, Err(Invalid::WrongType { .. })), "{field}");
+            }
+        }
+        assert_eq!(
+            b.str_list_or_empty("mixed"),
+            Err(Invalid::WrongItem {
+                field: "mixed",
+                index: 1,
+                expected: "a valid string",
+            })
+        );
+    }
+
+    #[test]
     fn messages_name_the_field() {
         let cases = [
             (Invalid::Missing("query"), "query: field required"),
@@ -211,6 +301,14 @@ mod tests {
                     rule: "less than or equal to 50".to_string(),
                 },
                 "n_results: input should be less than or equal to 50",
+            ),
+            (
+                Invalid::WrongItem {
+                    field: "topics",
+                    index: 1,
+                    expected: "a valid string",
+                },
+                "topics.1: input should be a valid string",
             ),
         ];
         for (err, text) in cases {

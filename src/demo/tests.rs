@@ -14,9 +14,9 @@ use tokio::net::TcpStream;
 /// hanging the suite; it is never used to wait for something to become ready.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-async fn post_raw(url: &str, body: impl Into<reqwest::Body>) -> (StatusCode, Value) {
+async fn post_to(url: &str, path: &str, body: impl Into<reqwest::Body>) -> (StatusCode, Value) {
     let response = reqwest::Client::new()
-        .post(format!("{url}/search"))
+        .post(format!("{url}{path}"))
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body)
         .send()
@@ -28,8 +28,16 @@ async fn post_raw(url: &str, body: impl Into<reqwest::Body>) -> (StatusCode, Val
     (status, value)
 }
 
+async fn post_raw(url: &str, body: impl Into<reqwest::Body>) -> (StatusCode, Value) {
+    post_to(url, "/search", body).await
+}
+
 async fn post(url: &str, body: Value) -> (StatusCode, Value) {
     post_raw(url, body.to_string()).await
+}
+
+async fn post_by_topic(url: &str, body: Value) -> (StatusCode, Value) {
+    post_to(url, "/by_topic", body.to_string()).await
 }
 
 async fn get(url: &str) -> Value {
@@ -92,11 +100,16 @@ async fn memory_answers_ranked_hits() {
         for key in ["id", "content", "tier", "topic", "metadata"] {
             assert!(!hit[key].is_null(), "{key} in {hit}");
         }
-        assert!(hit["surroundings"].is_null() && hit["matched_via"].is_null());
-        assert!(
-            hit.as_object()
-                .is_some_and(|h| h.contains_key("surroundings"))
-        );
+        // Both keys are always present. Since the sample has cores, a long-tier hit carries its
+        // surroundings (counts only: `with_surroundings` is false); other hits carry null.
+        let object = hit.as_object().expect("a hit is an object");
+        assert!(object.contains_key("surroundings") && object.contains_key("matched_via"));
+        if hit["tier"] == "long" {
+            assert!(hit["surroundings"]["satellites"].is_u64(), "{hit}");
+            assert!(hit["surroundings"].get("recent").is_none(), "{hit}");
+        } else {
+            assert!(hit["surroundings"].is_null(), "{hit}");
+        }
         assert_eq!(hit["metadata"]["source"], "demo");
         let distance = hit["raw_distance"].as_f64().expect("a number");
         assert!(
@@ -154,6 +167,132 @@ async fn memory_refuses_bad_bodies_with_422() {
     ];
     for (body, field) in cases {
         let (status, answer) = post_raw(&store.url, body.to_string()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        let detail = answer["detail"].as_str().expect("detail is a string");
+        assert!(
+            detail.starts_with(&format!("{field}:")),
+            "{body} gave {detail}"
+        );
+    }
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn memory_shows_surroundings_and_satellites() {
+    let shutdown = CancellationToken::new();
+    let store = spawn_memory_store(shutdown.clone()).await.expect("bind");
+    let (status, answer) = post(
+        &store.url,
+        json!({"query": "cuda xavier", "with_surroundings": true}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let hits = answer["hits"].as_array().expect("hits is a list");
+    let core = hits
+        .iter()
+        .find(|h| {
+            h["surroundings"]["recent"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty())
+        })
+        .unwrap_or_else(|| panic!("a core with recent satellites in {answer}"));
+    let surroundings = &core["surroundings"];
+    let recent = surroundings["recent"].as_array().expect("recent is a list");
+    assert!(recent.len() <= 3);
+    assert!(surroundings["satellites"].as_u64() >= Some(recent.len() as u64));
+    assert_eq!(surroundings["latest_satellite_at"], recent[0]["created_at"]);
+    for pair in recent.windows(2) {
+        assert!(
+            pair[0]["created_at"].as_str() >= pair[1]["created_at"].as_str(),
+            "newest first"
+        );
+    }
+    for item in recent {
+        for key in ["id", "content", "created_at"] {
+            assert!(item[key].is_string(), "{key} in {item}");
+        }
+    }
+    assert_eq!(core["id"], "mem-038");
+    assert_eq!(surroundings["supersedes"], "mem-023");
+    assert_eq!(surroundings["supersedes_entry"]["id"], "mem-023");
+
+    // A satellite's match shows its core, naming the satellite.
+    let (_, answer) = post(&store.url, json!({"query": "transcribes audio"})).await;
+    assert_eq!(ids(&answer), ["mem-038"]);
+    let via = &answer["hits"][0]["matched_via"];
+    assert_eq!(via["id"], "mem-041");
+    assert!(via["content"].is_string() && via["created_at"].is_string());
+    assert_eq!(via["raw_distance"], answer["hits"][0]["raw_distance"]);
+    let (_, answer) = post(
+        &store.url,
+        json!({"query": "transcribes audio", "include_satellites": true}),
+    )
+    .await;
+    assert_eq!(ids(&answer), ["mem-041"]);
+    assert!(answer["hits"][0]["matched_via"].is_null());
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn memory_answers_by_topic() {
+    let shutdown = CancellationToken::new();
+    let store = spawn_memory_store(shutdown.clone()).await.expect("bind");
+    let (status, answer) = post_by_topic(
+        &store.url,
+        json!({"topics": ["xavier", "cuda", "jetpack"], "n_results": 4,
+               "exclude_ids": ["mem-024"]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["topics"], json!(["xavier", "cuda", "jetpack"]));
+    assert_eq!(answer["searched_tiers"], json!(["short", "near", "long"]));
+    assert_eq!(ids(&answer), ["mem-038", "mem-013", "mem-001", "mem-014"]);
+    let hits = answer["hits"].as_array().expect("hits is a list");
+    assert_eq!(hits[0]["overlap"], 3);
+    assert_eq!(
+        hits[0]["matched_topics"],
+        json!(["xavier", "cuda", "jetpack"])
+    );
+    assert_eq!(hits[1]["matched_topics"], json!(["xavier", "cuda"]));
+    for hit in hits {
+        for key in ["tier", "content", "topic", "metadata"] {
+            assert!(!hit[key].is_null(), "{key} in {hit}");
+        }
+        let overlap = hit["overlap"].as_u64().expect("overlap is a count");
+        assert_eq!(
+            hit["matched_topics"].as_array().map(Vec::len),
+            Some(overlap as usize)
+        );
+        assert_eq!(hit["metadata"]["source"], "demo");
+    }
+    let (_, answer) = post_by_topic(&store.url, json!({"topics": ["kyoto"]})).await;
+    assert_eq!(ids(&answer), ["mem-009", "mem-018"]);
+    shutdown.cancel();
+}
+
+#[tokio::test]
+async fn memory_refuses_bad_topic_bodies_with_422() {
+    let shutdown = CancellationToken::new();
+    let store = spawn_memory_store(shutdown.clone()).await.expect("bind");
+    let cases: &[(&str, &str)] = &[
+        (r#"{"n_results": 5}"#, "topics"),
+        (r#"{"topics": "cuda"}"#, "topics"),
+        (r#"{"topics": []}"#, "topics"),
+        (r#"{"topics": ["cuda", 7]}"#, "topics.1"),
+        (r#"{"topics": ["cuda"], "n_results": 0}"#, "n_results"),
+        (r#"{"topics": ["cuda"], "n_results": 51}"#, "n_results"),
+        (
+            r#"{"topics": ["cuda"], "exclude_ids": "mem-001"}"#,
+            "exclude_ids",
+        ),
+        (
+            r#"{"topics": ["cuda"], "exclude_ids": [1]}"#,
+            "exclude_ids.0",
+        ),
+        ("cuda", "body"),
+    ];
+    for (body, field) in cases {
+        let (status, answer) = post_to(&store.url, "/by_topic", body.to_string()).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
         let detail = answer["detail"].as_str().expect("detail is a string");
         assert!(
@@ -303,6 +442,10 @@ async fn a_router_mounts_under_another_path() {
     let base = url_of(listener.local_addr().expect("a bound address"));
     let server = tokio::spawn(serve(listener, app, shutdown.clone(), "mounted"));
     let (status, answer) = post(&format!("{base}/memory"), json!({"query": "jetpack"})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!ids(&answer).is_empty());
+    let (status, answer) =
+        post_by_topic(&format!("{base}/memory"), json!({"topics": ["jetpack"]})).await;
     assert_eq!(status, StatusCode::OK);
     assert!(!ids(&answer).is_empty());
     let (status, answer) = post(&format!("{base}/loci"), json!({"query": "jetpack"})).await;
