@@ -10,7 +10,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,15 +40,18 @@ mkdirSync(SHOTS, { recursive: true });
 const running = new Set();
 process.on('exit', () => { for (const child of running) { try { child.kill('SIGKILL'); } catch { /* gone */ } } });
 
-/** Starts `demo --port 0` and resolves once its banner names the viewer's address. */
-function startDemo(extraEnv = {}) {
+/**
+ * Starts `demo --port 0` (plus `extraArgs`, e.g. `['-c', file]`, after the subcommand, where `demo`
+ * takes its options) and resolves once its banner names the viewer's address.
+ */
+function startDemo(extraEnv = {}, extraArgs = []) {
   const home = mkdtempSync(path.join(os.tmpdir(), 'scc-e2e-home-'));
   const env = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith('SEREN_')) env[key] = value; // hermetic: no token or config from outside
   }
   Object.assign(env, { HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), RUST_LOG: 'info', NO_COLOR: '1' }, extraEnv);
-  const child = spawn(BIN, ['demo', '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(BIN, ['demo', ...extraArgs, '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   const log = [];
   let buffered = '';
@@ -164,10 +167,11 @@ function waitForApi(page, method, apiPath, status) {
   }, { timeout: UI_MS });
 }
 
-async function search(page, query, n) {
+async function search(page, query, n, budget) {
   await page.getByRole('tab', { name: 'Search' }).click();
   await page.getByLabel('Query').fill(query);
   if (n !== undefined) await page.getByLabel('Results').fill(String(n));
+  if (budget !== undefined) await page.getByLabel('Token budget').fill(String(budget));
   const answered = waitForApi(page, 'POST', '/search');
   await page.getByLabel('Query').press('Enter');
   const response = await answered;
@@ -462,6 +466,197 @@ describe('The Bridge against a demo that requires a bearer token', () => {
       await retried;
       await page.locator('#hits li.hit').first().waitFor();
 
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+// ---- the packet: a token budget, edges and the knobs that shape them -----------------------------
+
+// The demo replaces `stores` with its two sample stores; these knobs turn on 5.3.0's packet shaping
+// (quota, authority, satellite and topic edges; `hops: 1` is no extra round).
+const PACKET_CONFIG = `federation:
+  authority_margin: 0.035
+  min_per_store: 1
+  edges_enabled: true
+  edge_budget: 3
+  satellite_edges_enabled: true
+  satellite_budget: 3
+  hops: 1
+`;
+const HIT_FIELDS = ['base_relevance', 'content', 'id', 'metadata', 'native_score', 'raw_distance', 'score', 'store', 'store_rank'];
+const EDGE_BADGES = '#hits [data-kind="satellite-edge"], #hits [data-kind="topic-edge"]';
+
+function isEdge(hit) {
+  return typeof hit.metadata?.source === 'string' && hit.metadata.source.endsWith('-edge');
+}
+
+describe('The Bridge shows the packet (a demo with a quota, authority and edges)', () => {
+  let demo;
+  let dir;
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'scc-e2e-packet-'));
+    const config = path.join(dir, 'packet.yaml');
+    writeFileSync(config, PACKET_CONFIG);
+    demo = await startDemo({}, ['-c', config]);
+  });
+  after(async () => {
+    if (demo) await demo.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a token budget in the page, the cost in the header, edges badged; a bad budget is refused', { timeout: TEST_MS }, async () => {
+    // GET /stores reports the knobs from the file, and no default budget.
+    const response = await fetch(`${demo.url}/stores`);
+    assert.equal(response.status, 200);
+    const roster = await response.json();
+    assert.equal(roster.budget_tokens, null);
+    assert.equal(roster.authority_margin, 0.035);
+    assert.equal(roster.min_per_store, 1);
+    assert.equal(roster.edges_enabled, true);
+    assert.equal(roster.edge_budget, 3);
+    assert.equal(roster.satellite_edges_enabled, true);
+    assert.equal(roster.satellite_budget, 3);
+    assert.equal(roster.hops, 1);
+    for (const key of ['fetch_multiplier', 'hop_terms', 'hop_budget']) assert.equal(typeof roster[key], 'number', `GET /stores has ${key}`);
+    assert.ok(Array.isArray(roster.supported_knobs) && roster.supported_knobs.includes('budget_tokens'), `supported_knobs: ${roster.supported_knobs}`);
+
+    const { context, page } = await openPage();
+    try {
+      assert.equal((await page.goto(`${demo.url}/viewer`)).status(), 200);
+      await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      // The roster has been drawn once its shaping line exists; the empty budget field then says
+      // what empty means here: no budget.
+      await page.locator('#stores-shaping [data-knob="min_per_store"]').waitFor({ state: 'attached' });
+      const budgetField = page.getByLabel('Token budget');
+      assert.equal(await budgetField.getAttribute('placeholder'), 'none');
+      assert.equal(await budgetField.getAttribute('min'), '1');
+
+      // ---- A search with a budget of 800: the request carries it, the answer keeps to it.
+      const sent = page.waitForRequest((request) => request.method() === 'POST' && new URL(request.url()).pathname === '/search');
+      const answer = await search(page, 'cuda xavier', undefined, 800);
+      assert.equal((await sent).postDataJSON().budget_tokens, 800);
+      assert.equal(answer.budget_tokens, 800);
+      assert.equal(typeof answer.tokens, 'number');
+      assert.ok(answer.tokens >= 1 && answer.tokens <= 800, `the packet costs ${answer.tokens} tokens, over its budget of 800`);
+      assert.ok(answer.hits.length > 0);
+      for (const hit of answer.hits) {
+        assert.deepEqual(Object.keys(hit).sort(), HIT_FIELDS, `a hit keeps its nine fields: ${JSON.stringify(hit)}`);
+        if (hit.score === 0) assert.ok(isEdge(hit), `a hit scored 0 is an edge: ${JSON.stringify(hit)}`);
+      }
+      assert.ok(answer.hits.some((hit) => ['satellite-edge', 'topic-edge'].includes(hit.metadata?.source)),
+        `a satellite or topic edge: ${answer.hits.map((hit) => hit.metadata?.source ?? '-').join(', ')}`);
+
+      // The header shows what the page cost, of what budget.
+      const cost = page.locator('#search-status [data-testid="page-tokens"]');
+      const costText = (await cost.textContent()).trim();
+      assert.match(costText, /of 800/);
+      const shown = Number(/\d+/.exec(costText)[0]);
+      assert.ok(shown <= 800, costText);
+      assert.equal(costText, `${answer.tokens} of 800 tokens`);
+
+      // Every card: ranked hits with their rank and score, edges and hops with their own badge.
+      const cards = page.locator('#hits li.hit');
+      assert.equal(await cards.count(), answer.hits.length);
+      assert.ok(await page.locator(EDGE_BADGES).count() >= 1, 'a satellite-edge or topic-edge badge');
+      for (const [index, hit] of answer.hits.entries()) {
+        const card = cards.nth(index);
+        const meta = hit.metadata || {};
+        const prov = await card.locator('.prov').innerText();
+        if (meta.source === 'satellite-edge') {
+          assert.equal(await card.locator('[data-kind="satellite-edge"]').textContent(), `satellite of ${meta.edge_of}`);
+        } else if (meta.source === 'supersedes-edge') {
+          assert.equal(await card.locator('[data-kind="supersedes-edge"]').textContent(), `superseded by ${meta.superseded_by ?? meta.edge_of}`);
+        } else if (meta.source === 'topic-edge') {
+          const badge = await card.locator('[data-kind="topic-edge"]').textContent();
+          assert.ok(badge.startsWith('topic edge'), badge);
+          for (const topic of meta.matched_topics ?? []) assert.ok(badge.includes(topic), `${badge} names ${topic}`);
+        }
+        if (isEdge(hit)) {
+          assert.match(prov, /rrf\s*—/, `an edge shows no score: ${prov}`);
+          assert.equal(await card.locator('.rank').count(), 0, 'an edge has no rank badge');
+        } else {
+          assert.equal(await card.locator('.rank').textContent(), `#${hit.store_rank}`);
+          assert.doesNotMatch(prov, /rrf\s*—/, `a ranked hit shows its score: ${prov}`);
+        }
+        if (typeof meta.hop === 'number') {
+          const hop = card.locator('[data-kind="hop"]');
+          assert.equal(await hop.textContent(), `hop ${meta.hop}`);
+          assert.ok((await hop.getAttribute('title')).includes(meta.hop_bridge), 'the bridge is the hop badge\u2019s tooltip');
+        }
+        if (!isEdge(hit) && meta.matched_via && typeof meta.matched_via === 'object') {
+          assert.equal(await card.locator('[data-kind="matched-via"]').textContent(), `found through ${meta.matched_via.id}`);
+        }
+      }
+      assert.doesNotMatch(await page.locator('#hits').innerText(), /null|undefined|NaN|\[object/);
+      await noHorizontalScroll(page);
+      await shot(page, 'desktop-8-packet');
+
+      // ---- A bad budget is refused in the page, with a message, and nothing is sent.
+      let searches = 0;
+      page.on('request', (request) => { if (new URL(request.url()).pathname === '/search') searches += 1; });
+      for (const bad of ['0', '-5', '2.5']) {
+        await budgetField.fill(bad);
+        await page.getByLabel('Query').press('Enter');
+        await page.locator('#search-status.error', { hasText: `not \u201c${bad}\u201d` }).waitFor();
+        assert.match(await page.locator('#search-status').innerText(), /budget/i);
+        assert.equal(await budgetField.getAttribute('aria-invalid'), 'true');
+      }
+      assert.equal(await cards.count(), answer.hits.length, 'the last answer stays on the page');
+      await shot(page, 'desktop-9-packet-bad-budget');
+
+      // An empty budget sends none: the answer says null, and the header a bare cost. The request
+      // counter has seen every request by the time this answer is in, so 1 means the bad ones sent none.
+      await budgetField.fill('');
+      const plain = page.waitForRequest((request) => request.method() === 'POST' && new URL(request.url()).pathname === '/search');
+      const unbudgeted = await search(page, 'cuda xavier');
+      assert.equal(searches, 1, 'only the valid search was sent');
+      assert.equal('budget_tokens' in (await plain).postDataJSON(), false);
+      assert.equal(await budgetField.getAttribute('aria-invalid'), null);
+      assert.equal(unbudgeted.budget_tokens, null);
+      assert.equal(typeof unbudgeted.tokens, 'number');
+      assert.equal((await cost.textContent()).trim(), `${unbudgeted.tokens} tokens`);
+
+      // ---- The shaping knobs, on the Overview and on the Stores tab.
+      await page.getByRole('tab', { name: 'Overview' }).click();
+      const shaping = page.locator('#ov-shaping');
+      await shaping.waitFor();
+      const knob = async (key) => (await shaping.locator(`[data-knob="${key}"] dd`).textContent()).trim();
+      assert.equal(await knob('budget_tokens'), 'none');
+      assert.equal(await knob('min_per_store'), '1 per store');
+      assert.equal(await knob('authority_margin'), '0.035');
+      assert.equal(await knob('edges'), 'on · 3');
+      assert.equal(await knob('satellites'), 'on · 3');
+      assert.match(await knob('hops'), /^1 \(off\) · \d+ terms · budget \d+$/);
+      await shot(page, 'desktop-10-packet-overview');
+      await page.getByRole('tab', { name: 'Stores' }).click();
+      await page.locator('#stores-shaping [data-knob="min_per_store"]').waitFor();
+      assert.match(await page.locator('#stores-shaping').innerText(), /quota\s*1 per store/);
+
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('narrow screen (390 px): the budget field, the cost and the edge badges fit', { timeout: TEST_MS }, async () => {
+    const { context, page } = await openPage({ width: 390, height: 844 });
+    try {
+      await page.goto(`${demo.url}/viewer`);
+      await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      const answer = await search(page, 'cuda xavier', undefined, 800);
+      assert.equal(answer.budget_tokens, 800);
+      await page.locator('#search-status [data-testid="page-tokens"]', { hasText: 'of 800' }).waitFor();
+      await page.locator(EDGE_BADGES).first().waitFor();
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-4-packet');
+
+      await page.getByRole('tab', { name: 'Overview' }).click();
+      await page.locator('#ov-shaping [data-knob="edges"]').waitFor();
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-5-packet-overview');
       page.assertClean();
     } finally {
       await context.close();
