@@ -83,6 +83,7 @@ fn hit(store: usize, rank: usize) -> Hit {
         raw_distance: Some(distance),
         native_score: Some(1.0 / (1.0 + distance)),
         metadata: Metadata::from_map(&metadata),
+        satellites: None,
     }
 }
 
@@ -205,8 +206,10 @@ fn decode_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
     let memory = memory_body();
     let loci = loci_body();
     let no_options = Map::new();
-    let memory_protocol = store::build("seren_memory", &no_options).expect("memory protocol");
-    let loci_protocol = store::build("seren_loci", &no_options).expect("loci protocol");
+    let memory_protocol =
+        store::build("seren_memory", &no_options, &Default::default()).expect("memory protocol");
+    let loci_protocol =
+        store::build("seren_loci", &no_options, &Default::default()).expect("loci protocol");
     let typed_plain = |body: &[u8]| {
         serde_json::from_slice::<MemoryAnswer>(body)
             .ok()

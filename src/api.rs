@@ -18,6 +18,61 @@ pub struct SearchRequest {
     #[serde(default)]
     #[schemars(with = "u32", range(min = 1, max = crate::limits::MAX_N_RESULTS))]
     pub n_results: Option<i64>,
+    /// The most tokens you can read from this answer (about 4 characters a token). Rows are packed
+    /// best first, a row that does not fit is skipped, and `tokens` says what the page cost. Say
+    /// it whenever your context is tight. Default: the callosum's configured page, if any.
+    #[serde(default)]
+    #[schemars(with = "u32", range(min = 1, max = crate::limits::MAX_BUDGET_TOKENS))]
+    pub budget_tokens: Option<i64>,
+}
+
+/// The MCP `search` tool's arguments: a search, and how its text block is written.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchToolRequest {
+    #[serde(flatten)]
+    pub search: SearchRequest,
+    /// How the text block is written: "compact" (numbered lines, a few times fewer tokens) or
+    /// "json" (the whole answer). The structured content is the whole answer either way.
+    /// Default: the callosum's `server.mcp_format`.
+    #[serde(default)]
+    #[schemars(with = "TextFormat")]
+    pub format: Option<TextFormat>,
+}
+
+/// How the MCP `search` tool writes its text block.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TextFormat {
+    /// The whole answer as JSON, as the Python service writes it.
+    #[default]
+    Json,
+    /// One numbered line per hit: store, rank, content, what an edge belongs to.
+    Compact,
+}
+
+impl TextFormat {
+    /// Reads a config value, naming the allowed ones when it is none of them.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "json" => Ok(Self::Json),
+            "compact" => Ok(Self::Compact),
+            other => Err(format!(
+                "must be \"json\" or \"compact\", got {:?}",
+                crate::text::cut(other, 40)
+            )),
+        }
+    }
+}
+
+impl SearchRequest {
+    /// A search for `query` with the configured defaults.
+    pub fn new(query: impl Into<String>) -> Self {
+        Self {
+            query: query.into(),
+            n_results: None,
+            budget_tokens: None,
+        }
+    }
 }
 
 /// The MCP `remove_store` tool's arguments.
@@ -32,8 +87,14 @@ pub struct RemoveRequest {
 pub struct SearchAnswer {
     /// The query, as asked.
     pub query: String,
-    /// The fused hits, best first.
+    /// The fused hits, best first; then hop hits (`metadata.hop`), then edges (`score` 0.0,
+    /// `metadata.source` "satellite-edge", "supersedes-edge" or "topic-edge").
     pub hits: Vec<Hit>,
+    /// The token page this answer was packed into, or null for none.
+    pub budget_tokens: Option<usize>,
+    /// The estimated token cost of every hit above, edges included (about 4 characters a token,
+    /// plus one a row).
+    pub tokens: usize,
     /// The stores that answered (an empty answer counts), in roster order.
     pub stores_searched: Vec<String>,
     /// The stores that were asked and gave nothing, with why.
@@ -83,6 +144,13 @@ pub struct Stores {
     pub k: u32,
     /// The default number of fused hits.
     pub n_results: usize,
+    /// The packet's knobs, as configured (`federation:`).
+    #[serde(flatten)]
+    pub shaping: crate::packet::Shaping,
+    /// Each store is asked for `n_results * fetch_multiplier` hits.
+    pub fetch_multiplier: usize,
+    /// The knobs this service reads (5.3.0's names).
+    pub supported_knobs: Vec<String>,
     /// The store types this service can fan.
     pub types: Vec<String>,
     /// Set when the runtime overlay could not be read; adding and removing stores is refused

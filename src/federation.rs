@@ -7,13 +7,16 @@
 
 use crate::api::NewStore;
 use crate::api::{
-    self, Added, HealthAnswer, HealthStatus, Info, NameReason, Refusal, RefusalKind, Removed,
-    SearchAnswer, StoreStatus, Stores,
+    Added, HealthAnswer, HealthStatus, Info, NameReason, Refusal, RefusalKind, Removed,
+    SearchAnswer, SearchRequest, StoreStatus, Stores,
 };
 use crate::chain::{Chain, Id, MAX_DEPTH};
 use crate::config::Config;
-use crate::fusion::{self, RankedList};
+use crate::fusion::RankedList;
 use crate::health::{Admission, Health, Outcome};
+use crate::limits::MAX_BUDGET_TOKENS;
+use crate::packet::page::packet_cost;
+use crate::packet::{self, Cut, Row, Seen, edges, hops};
 use crate::roster::{Bound, Fan, Roster};
 use crate::store;
 use std::sync::Arc;
@@ -71,12 +74,11 @@ impl Federation {
         &self.roster
     }
 
-    /// Fans `query` out, fuses, answers. `chain` is where the search stands among callosums
-    /// ([`Chain::root`] for a direct caller).
+    /// Fans the query out, fuses, shapes the packet, answers. `chain` is where the search stands
+    /// among callosums ([`Chain::root`] for a direct caller).
     pub async fn search(
         &self,
-        query: &str,
-        n_results: Option<i64>,
+        request: &SearchRequest,
         chain: &Chain,
     ) -> Result<SearchAnswer, Refusal> {
         if chain.passed(self.id) {
@@ -85,18 +87,163 @@ impl Federation {
                 "loop: this search has already passed through this callosum",
             ));
         }
-        let n = self.check_request(query, n_results)?;
+        let query = request.query.as_str();
+        let n = self.check_request(query, request.n_results)?;
+        let federation = &self.config().federation;
+        let shaping = &federation.shaping;
+        let budget = check_budget(request.budget_tokens)?.or(shaping.budget_tokens);
         let Ok(_searching) = self.searches.try_acquire() else {
             return Err(Refusal::new(
                 RefusalKind::Busy,
                 "busy: too many searches in flight; retry shortly",
             ));
         };
-        let federation = &self.config().federation;
-        let ask = n.saturating_mul(federation.fetch_multiplier).max(n);
+        let cut = Cut::new(
+            shaping,
+            federation.k,
+            n,
+            request.n_results.is_some(),
+            budget,
+        );
+        let ask = packet::ask(n, federation.fetch_multiplier, budget);
         let fan = self.roster.fan();
-        let results = self.fan_out(&fan, query, ask, chain).await;
-        Ok(answer(query, &fan, results, federation.k, n))
+        let fans = if shaping.hops_on() { shaping.hops } else { 1 };
+        let below = self.below(&fan, chain, fans);
+        let results = self.fan_out(&fan, query, ask, (chain, &below)).await;
+        let mut first = Round::collect(&fan, results);
+        let mut rows = first.rank(&cut);
+        let mut seen: Seen = rows.iter().map(|row| row.hit.id.clone()).collect();
+        let mut left =
+            budget.map(|budget| budget.saturating_sub(packet_cost(rows.iter().map(|r| &r.hit))));
+        if shaping.hops_on() && !rows.is_empty() {
+            let hopped = self
+                .hop(
+                    &fan,
+                    query,
+                    &rows,
+                    &cut,
+                    ask,
+                    (chain, &below),
+                    &mut seen,
+                    &mut left,
+                )
+                .await;
+            rows.extend(hopped);
+        }
+        let satellite_budget = if shaping.satellites_on() {
+            shaping.satellite_budget
+        } else {
+            0
+        };
+        let satellites = edges::satellites(&mut rows, satellite_budget, &mut seen, &mut left);
+        rows.extend(satellites);
+        if shaping.topics_on() {
+            let topic_edges = self
+                .topic_edges(
+                    &fan,
+                    &first.answered,
+                    &rows,
+                    shaping.edge_budget,
+                    &below,
+                    &mut left,
+                )
+                .await;
+            rows.extend(topic_edges);
+        }
+        let tokens = packet_cost(rows.iter().map(|row| &row.hit));
+        Ok(SearchAnswer {
+            query: query.to_owned(),
+            hits: rows.into_iter().map(Row::into_wire).collect(),
+            budget_tokens: budget,
+            tokens,
+            stores_searched: first.answered,
+            failed: first.failed,
+            skipped: fan.skipped(),
+        })
+    }
+
+    /// The chain every store call of this search carries on: this callosum added, and the call
+    /// budget left after its own calls shared among them (`fans` rounds of every store).
+    fn below(&self, fan: &Fan, chain: &Chain, fans: usize) -> Chain {
+        let asked = fan.bound.len().min(chain.budget as usize);
+        chain.child(
+            self.id,
+            per_store_budget(chain.budget, asked.saturating_mul(fans)),
+        )
+    }
+
+    /// Rounds 2 and on [5.3]: each fans a bridge query made of the query and the last round's
+    /// best hits, and keeps the hits the packet has not seen. Calls are recorded in health like
+    /// any other; they do not change who answered the search.
+    #[allow(clippy::too_many_arguments)]
+    async fn hop(
+        &self,
+        fan: &Fan,
+        query: &str,
+        packet: &[Row],
+        cut: &Cut,
+        ask: usize,
+        chains: (&Chain, &Chain),
+        seen: &mut Seen,
+        left: &mut Option<usize>,
+    ) -> Vec<Row> {
+        let shaping = &self.config().federation.shaping;
+        let mut kept: Vec<Row> = Vec::new();
+        let mut frontier: Vec<Row> = packet.to_vec();
+        for hop in 2..=shaping.hops {
+            let room = shaping.hop_budget.saturating_sub(kept.len());
+            if room == 0 || left.is_some_and(|left| left < 2) {
+                break;
+            }
+            let bridge = hops::bridge(query, &frontier, shaping.hop_terms);
+            let results = self.fan_out(fan, &bridge, ask, chains).await;
+            let round = Round::collect(fan, results).rank(cut);
+            let new = hops::keep_new(round, hop, &bridge, room, seen, left);
+            if new.is_empty() {
+                break;
+            }
+            kept.extend(new.iter().cloned());
+            frontier = new;
+        }
+        kept
+    }
+
+    /// Topic edges [5.3]: `/by_topic` on every store that speaks it and answered this search, at
+    /// once, each under its own deadline. A store that fails gives no edges and no `failed`
+    /// entry, and is not recorded in health (5.3.0 keeps these calls silent too).
+    async fn topic_edges(
+        &self,
+        fan: &Fan,
+        answered: &[String],
+        rows: &[Row],
+        budget: usize,
+        chain: &Chain,
+        left: &mut Option<usize>,
+    ) -> Vec<Row> {
+        let topics = edges::topics(rows);
+        if topics.is_empty() || left.is_some_and(|left| left < 2) {
+            return Vec::new();
+        }
+        let exclude: Vec<String> = rows.iter().map(|row| row.hit.id.clone()).collect();
+        let stores = fan
+            .bound
+            .iter()
+            .filter(|b| b.remote.has_topics() && answered.contains(&b.name));
+        let calls = stores.map(|bound| async {
+            let answer = bound
+                .remote
+                .by_topic(&self.client, &topics, budget, &exclude, chain)
+                .await?;
+            match answer {
+                Ok(hits) => Some((bound.name.clone(), hits)),
+                Err(why) => {
+                    tracing::debug!(store = %bound.name, reason = %why, "no topic edges");
+                    None
+                }
+            }
+        });
+        let answers = futures_util::future::join_all(calls).await;
+        edges::topic_edges(answers.into_iter().flatten().collect(), budget, left)
     }
 
     /// Checks a search's query and `n_results`, and says how many fused hits it wants.
@@ -123,14 +270,14 @@ impl Federation {
     }
 
     /// Asks every bound store at once, in roster order, for `ask` hits. Every call carries the
-    /// chain on, whatever the store's type (a `seren_memory` url may be a callosum too); too deep
-    /// in a chain, or out of budget, a store is named, not asked.
+    /// chain on (`below`, this callosum added), whatever the store's type (a `seren_memory` url
+    /// may be a callosum too); too deep in a chain, or out of budget, a store is named, not asked.
     async fn fan_out(
         &self,
         fan: &Fan,
         query: &str,
         ask: usize,
-        chain: &Chain,
+        (chain, below): (&Chain, &Chain),
     ) -> Vec<Result<Vec<store::Hit>, Unanswered>> {
         let (asked, not_asked) = if chain.depth >= MAX_DEPTH {
             (0, Unanswered::TooDeep)
@@ -138,10 +285,9 @@ impl Federation {
             let asked = fan.bound.len().min(chain.budget as usize);
             (asked, Unanswered::OverBudget(chain.budget))
         };
-        let below = chain.child(self.id, per_store_budget(chain.budget, asked));
         let calls = fan.bound[..asked]
             .iter()
-            .map(|bound| self.call(bound, query, ask, &below));
+            .map(|bound| self.call(bound, query, ask, below));
         let mut results = futures_util::future::join_all(calls).await;
         results.extend(fan.bound[asked..].iter().map(|_| Err(not_asked.clone())));
         results
@@ -210,6 +356,9 @@ impl Federation {
             active: fan.bound.len(),
             k: federation.k,
             n_results: federation.n_results,
+            shaping: federation.shaping.clone(),
+            fetch_multiplier: federation.fetch_multiplier,
+            supported_knobs: packet::KNOBS.iter().map(|&k| k.to_owned()).collect(),
             types: store::type_names().into_iter().map(str::to_owned).collect(),
             overlay_error: fan.overlay_error.clone(),
         }
@@ -257,60 +406,66 @@ impl Federation {
     }
 }
 
-/// The answer to a search: what each store gave, in roster order, fused and cut to `n`, with the
-/// stores that gave nothing named.
-fn answer(
-    query: &str,
-    fan: &Fan,
-    results: Vec<Result<Vec<store::Hit>, Unanswered>>,
-    k: u32,
-    n: usize,
-) -> SearchAnswer {
-    let mut answered = Vec::new();
-    let mut lists = Vec::new();
-    let mut failed = Vec::new();
-    for (bound, result) in fan.bound.iter().zip(results) {
-        match result {
-            Ok(hits) => {
-                answered.push(bound);
-                lists.push(RankedList {
-                    weight: bound.weight,
-                    floor: bound.floor,
-                    hits,
-                });
-            }
-            Err(why) => {
-                // Per search at debug only: the first failure of a run, and the breaker's
-                // openings, are logged at warn by `health`, so a dead store does not write
-                // a line per search.
-                tracing::debug!(store = %bound.name, reason = %why, "store gave nothing");
-                failed.push(NameReason {
-                    name: bound.name.clone(),
-                    reason: why.to_string(),
-                });
+/// One round's answers: who answered (their lists, in roster order) and who gave nothing.
+struct Round<'a> {
+    answered: Vec<String>,
+    lists: Vec<RankedList>,
+    bound: Vec<&'a Bound>,
+    failed: Vec<NameReason>,
+}
+
+impl<'a> Round<'a> {
+    fn collect(fan: &'a Fan, results: Vec<Result<Vec<store::Hit>, Unanswered>>) -> Self {
+        let mut round = Round {
+            answered: Vec::new(),
+            lists: Vec::new(),
+            bound: Vec::new(),
+            failed: Vec::new(),
+        };
+        for (bound, result) in fan.bound.iter().zip(results) {
+            match result {
+                Ok(hits) => {
+                    round.answered.push(bound.name.clone());
+                    round.bound.push(bound);
+                    round.lists.push(RankedList {
+                        weight: bound.weight,
+                        floor: bound.floor,
+                        hits,
+                    });
+                }
+                Err(why) => {
+                    // Per search at debug only: the first failure of a run, and the breaker's
+                    // openings, are logged at warn by `health`, so a dead store does not write
+                    // a line per search.
+                    tracing::debug!(store = %bound.name, reason = %why, "store gave nothing");
+                    round.failed.push(NameReason {
+                        name: bound.name.clone(),
+                        reason: why.to_string(),
+                    });
+                }
             }
         }
+        round
     }
-    let hits = fusion::fuse(lists, k, n)
-        .into_iter()
-        .map(|fused| api::Hit {
-            store: answered[fused.list].name.clone(),
-            id: fused.hit.id,
-            content: fused.hit.content,
-            score: fused.score,
-            store_rank: u32::try_from(fused.rank).unwrap_or(u32::MAX),
-            base_relevance: fused.hit.base_relevance,
-            native_score: fused.hit.native_score,
-            raw_distance: fused.hit.raw_distance,
-            metadata: fused.hit.metadata,
-        })
-        .collect();
-    SearchAnswer {
-        query: query.to_owned(),
-        hits,
-        stores_searched: answered.iter().map(|b| b.name.clone()).collect(),
-        failed,
-        skipped: fan.skipped(),
+
+    /// The round's lists fused and cut into rows (the lists are used up).
+    fn rank(&mut self, cut: &Cut) -> Vec<Row> {
+        let bound = &self.bound;
+        packet::rank(std::mem::take(&mut self.lists), cut)
+            .into_iter()
+            .map(|fused| Row::fused(&bound[fused.list].name, fused))
+            .collect()
+    }
+}
+
+/// Checks a search's `budget_tokens`: null, or within 1..=[`MAX_BUDGET_TOKENS`].
+fn check_budget(budget: Option<i64>) -> Result<Option<usize>, Refusal> {
+    match budget {
+        None => Ok(None),
+        Some(b) if b >= 1 && b as u64 <= MAX_BUDGET_TOKENS as u64 => Ok(Some(b as usize)),
+        Some(b) => Err(Refusal::unprocessable(format!(
+            "budget_tokens must be within 1..={MAX_BUDGET_TOKENS}, got {b}"
+        ))),
     }
 }
 

@@ -23,6 +23,27 @@ pub struct Hit {
     pub native_score: Option<f64>,
     /// Whatever else the adapter keeps as provenance, as one JSON object's text.
     pub metadata: Metadata,
+    /// What a SerenMemory core brings besides itself (its satellite episodes, the core it
+    /// superseded), lifted out of its metadata by the adapter; the packet may add them as edges.
+    pub satellites: Option<Box<Satellites>>,
+}
+
+/// A SerenMemory core's surroundings, as edges-to-be [5.3].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Satellites {
+    /// Its satellite episodes, newest first (`surroundings.recent`).
+    pub recent: Vec<Episode>,
+    /// The core it superseded (`surroundings.supersedes_entry`).
+    pub supersedes: Option<Episode>,
+}
+
+/// One memory a core points at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Episode {
+    pub id: String,
+    pub content: String,
+    /// As the store wrote it (an ISO time, or null).
+    pub created_at: serde_json::Value,
 }
 
 /// One store's answer, ready to fuse. Lists are passed in roster order; that order breaks ties.
@@ -123,6 +144,18 @@ impl Hit {
             raw_distance: None,
             native_score: None,
             metadata: Metadata::default(),
+            satellites: None,
+        }
+    }
+
+    /// A hit of `id` and `relevance` with nothing else, for tests.
+    #[cfg(test)]
+    pub(crate) fn plain(id: &str, relevance: f64) -> Self {
+        Self {
+            id: id.to_owned(),
+            content: format!("content of {id}"),
+            base_relevance: relevance,
+            ..Self::taken()
         }
     }
 }
@@ -152,6 +185,7 @@ mod tests {
             raw_distance: Some(1.0 / relevance - 1.0),
             native_score: Some(relevance),
             metadata: Metadata::default(),
+            satellites: None,
         }
     }
 

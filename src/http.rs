@@ -170,10 +170,7 @@ async fn search(
 ) -> Result<Response, ApiError> {
     let request: SearchRequest = decode_body(body)?;
     let chain = Chain::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()));
-    let answer = state
-        .federation
-        .search(&request.query, request.n_results, &chain)
-        .await?;
+    let answer = state.federation.search(&request, &chain).await?;
     Ok(Json(answer).into_response())
 }
 

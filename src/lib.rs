@@ -43,6 +43,8 @@ pub mod listener;
 pub mod mcp;
 pub mod metadata;
 pub mod overlay;
+pub mod packet;
+pub mod render;
 pub mod roster;
 pub mod store;
 pub mod text;

@@ -38,3 +38,12 @@ pub const MCP_SESSION_IDLE: Duration = Duration::from_secs(120);
 /// How long a keychain write or delete may take before a roster change goes on without it (a
 /// locked keychain may wait on a prompt nobody answers).
 pub const KEYCHAIN_WAIT: Duration = Duration::from_secs(10);
+/// The largest token page (`budget_tokens`) a search or the config may ask for: far past any
+/// model's reading, small enough that the ask it sizes (one hit per 16 tokens) stays a few
+/// thousand hits.
+pub const MAX_BUDGET_TOKENS: usize = 100_000;
+/// The most rounds a search may hop (`federation.hops`): each round is one more fan of every store.
+pub const MAX_HOPS: usize = 5;
+/// The largest edge, satellite and hop-term budget accepted: SerenMemory answers at most 50 per
+/// call, and a packet is read by a model.
+pub const MAX_EDGE_BUDGET: usize = 50;

@@ -95,6 +95,9 @@ struct SearchArgs {
     /// How many fused hits to print (default: federation.n_results).
     #[arg(short = 'n', long = "n-results", value_name = "N")]
     n_results: Option<i64>,
+    /// Pack the answer into a page of at most N tokens (default: federation.budget_tokens).
+    #[arg(long = "budget-tokens", value_name = "N")]
+    budget_tokens: Option<i64>,
     /// Print the answer as JSON, exactly as POST /search gives it.
     #[arg(long)]
     json: bool,
@@ -362,7 +365,14 @@ async fn wait_for_signal() {
 async fn search(config: Config, args: SearchArgs) -> anyhow::Result<ExitCode> {
     let federation = Federation::new(config)?;
     let answer = match federation
-        .search(&args.query, args.n_results, &Chain::root())
+        .search(
+            &api::SearchRequest {
+                query: args.query.clone(),
+                n_results: args.n_results,
+                budget_tokens: args.budget_tokens,
+            },
+            &Chain::root(),
+        )
         .await
     {
         Ok(answer) => answer,
@@ -474,7 +484,13 @@ async fn check(config: Config) -> anyhow::Result<ExitCode> {
     let token_error = config.server.token_error.is_some();
     let federation = Federation::new(config)?;
     let answer = match federation
-        .search("seren-corpus-callosum check", Some(1), &Chain::root())
+        .search(
+            &api::SearchRequest {
+                n_results: Some(1),
+                ..api::SearchRequest::new("seren-corpus-callosum check")
+            },
+            &Chain::root(),
+        )
         .await
     {
         Ok(answer) => answer,

@@ -8,7 +8,8 @@
 
 use crate::api::NewStore;
 use crate::api::{
-    Added, Refusal, RemoveRequest, Removed, SearchAnswer, SearchRequest, Stores, decode_value,
+    Added, Refusal, RemoveRequest, Removed, SearchAnswer, SearchToolRequest, Stores, TextFormat,
+    decode_value,
 };
 use crate::chain::Chain;
 use crate::federation::Federation;
@@ -16,6 +17,7 @@ use futures_util::Stream;
 use rmcp::handler::server::common::schema_for_input;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Json;
+use rmcp::model::{CallToolResult, ContentBlock};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::model::{Implementation, JsonObject, ServerCapabilities, ServerConfig};
 use rmcp::transport::streamable_http_server::session::ServerSseMessage;
@@ -149,8 +151,12 @@ callosums) at once and get ONE ranked list. Call this first, before a single sto
 it goes broad and tells you where each hit came from. Each hit has `content` (the text), `store` (which \
 store), `store_rank` (its rank there), `score` (the fused rank score it was ordered by) and the store's \
 own numbers. `failed` and `skipped` name stores that did not answer and why, so you know what the list \
-may be missing. Read-only.",
-        input_schema = input_schema::<SearchRequest>(),
+may be missing. Edges follow the ranked hits (`score` 0, `metadata.source` says which kind: \
+satellite-edge, supersedes-edge, topic-edge); hop hits carry `metadata.hop`. Say how much you can read \
+with `budget_tokens` (about 4 characters a token): rows are packed best first and `tokens` says what \
+the page cost. `format: \"compact\"` makes the text block numbered lines instead of JSON, a few times \
+fewer tokens. Read-only.",
+        input_schema = input_schema::<SearchToolRequest>(),
         output_schema = output_schema::<SearchAnswer>(),
         annotations(
             title = "Search all memory stores",
@@ -160,13 +166,23 @@ may be missing. Read-only.",
             open_world_hint = true
         )
     )]
-    async fn search(&self, args: JsonObject) -> Result<Json<SearchAnswer>, String> {
-        let args: SearchRequest = arguments(args)?;
+    async fn search(&self, args: JsonObject) -> Result<CallToolResult, String> {
+        let args: SearchToolRequest = arguments(args)?;
         let answer = self
             .federation
-            .search(&args.query, args.n_results, &Chain::root())
-            .await;
-        answer.map(Json).map_err(refused)
+            .search(&args.search, &Chain::root())
+            .await
+            .map_err(refused)?;
+        let format = args
+            .format
+            .unwrap_or(self.federation.config().server.mcp_format);
+        // A SearchAnswer is strings, numbers and JSON objects: it always serializes.
+        let value = serde_json::to_value(&answer).expect("an answer serializes");
+        let mut result = CallToolResult::structured(value);
+        if format == TextFormat::Compact {
+            result.content = vec![ContentBlock::text(crate::render::compact(&answer))];
+        }
+        Ok(result)
     }
 
     /// List the stores and whether each is fanned.

@@ -81,6 +81,38 @@ impl Metadata {
         })
     }
 
+    /// The value at `key`; `None` when absent. It parses the whole object, so it is for the few
+    /// rows of a packet, not for every hit a store sends (a text without the key is not parsed).
+    pub fn get(&self, key: &str) -> Option<Value> {
+        let text = self.0.as_deref()?;
+        if !text.contains(key) {
+            return None;
+        }
+        let mut map: Map<String, Value> = serde_json::from_str(text).ok()?;
+        map.remove(key)
+    }
+
+    /// `matched_via.content`: the episode a SerenMemory core was found through, which a reader is
+    /// shown with the core.
+    pub fn matched_via_content(&self) -> Option<String> {
+        match self.get("matched_via")? {
+            Value::Object(mut via) => match via.remove("content") {
+                Some(Value::String(content)) => Some(content),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// This metadata with `entries` set (each replacing the key's value, if any).
+    pub fn with(&self, entries: impl IntoIterator<Item = (&'static str, Value)>) -> Self {
+        let mut map = self.to_map();
+        for (key, value) in entries {
+            map.insert(key.to_owned(), value);
+        }
+        Self::from_map(&map)
+    }
+
     /// The object's JSON text.
     pub fn as_json(&self) -> &str {
         self.0.as_deref().unwrap_or("{}")

@@ -515,7 +515,10 @@ impl Fan {
 }
 
 fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
-    let protocol = store::build(&entry.kind, &entry.options)?;
+    let context = store::Context {
+        surroundings: config.federation.shaping.satellites_on(),
+    };
+    let protocol = store::build(&entry.kind, &entry.options, &context)?;
     let path = store::search_path(&entry.options)?;
     // The config's one rule (inline, keychain, env; failing closed): a pointer that leads
     // nowhere skips the store, which is never called without the token it needs.
@@ -526,7 +529,14 @@ fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
         kind: entry.kind.clone(),
         weight: entry.weight,
         floor: entry.floor,
-        remote: Remote::new(entry.url.join(&path), token, protocol, timeout),
+        remote: {
+            let remote = Remote::new(entry.url.join(&path), token, protocol, timeout);
+            if store::speaks_topics(&entry.kind) {
+                remote.with_topics(entry.url.join(&store::topic_search_path(&entry.options)?))
+            } else {
+                remote
+            }
+        },
     })
 }
 

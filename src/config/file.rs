@@ -9,20 +9,7 @@ use std::path::Path;
 
 /// Keys the Python 5.3.0 service reads that this service does not implement. A file that holds them
 /// still starts; each is named once in a warning.
-const PYTHON_ONLY_KEYS: &[&str] = &[
-    "updates",
-    "federation.fusion_mode",
-    "federation.authority_margin",
-    "federation.min_per_store",
-    "federation.edges_enabled",
-    "federation.edge_budget",
-    "federation.satellite_edges_enabled",
-    "federation.satellite_budget",
-    "federation.hops",
-    "federation.hop_terms",
-    "federation.hop_budget",
-    "federation.budget_tokens",
-];
+const PYTHON_ONLY_KEYS: &[&str] = &["updates", "federation.fusion_mode"];
 
 /// A YAML scalar read as text: `name: 7` is the store "7", as in the Python service.
 pub(super) struct Scalar(pub String);
@@ -125,6 +112,7 @@ pub(super) struct FileServer {
     pub(super) max_in_flight: Option<usize>,
     pub(super) max_mcp_sessions: Option<usize>,
     pub(super) header_timeout_s: Option<f64>,
+    pub(super) mcp_format: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -144,6 +132,16 @@ pub(super) struct FileFederation {
     pub(super) breaker_cooldown_s: Option<f64>,
     pub(super) breaker_max_cooldown_s: Option<f64>,
     pub(super) max_stores: Option<usize>,
+    pub(super) authority_margin: Option<f64>,
+    pub(super) min_per_store: Option<usize>,
+    pub(super) budget_tokens: Option<usize>,
+    pub(super) satellite_edges_enabled: Option<Flag>,
+    pub(super) satellite_budget: Option<usize>,
+    pub(super) edges_enabled: Option<Flag>,
+    pub(super) edge_budget: Option<usize>,
+    pub(super) hops: Option<usize>,
+    pub(super) hop_terms: Option<usize>,
+    pub(super) hop_budget: Option<usize>,
     pub(super) stores: Option<Vec<RawStoreEntry>>,
 }
 

@@ -24,6 +24,7 @@ pub use secret::{Missing, Pointers, Secret};
 pub use store::{Invalid, RawStoreEntry, StoreEntry, StoreUrl, check_name};
 
 use crate::keychain::{Keychain, Pointer};
+use crate::limits::MAX_N_RESULTS;
 use file::{FileFederation, FileServer};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -179,6 +180,8 @@ pub struct Server {
     /// How long a connection may take to send a request's headers (and may sit idle between
     /// requests) before it is closed.
     pub header_timeout: Duration,
+    /// How the MCP `search` tool writes its text block when the call does not say.
+    pub mcp_format: crate::api::TextFormat,
 }
 
 /// Where the inbound token comes from, as `check` and `GET /knobs` may say it.
@@ -213,6 +216,9 @@ pub struct Federation {
     /// The most stores the roster holds (config and overlay together); more are skipped, and a
     /// run-time add is refused.
     pub max_stores: usize,
+    /// How the fused list is shaped into the packet a model reads (pages, quota, authority,
+    /// edges, hops). The defaults are plain RRF.
+    pub shaping: crate::packet::Shaping,
     /// The config file's stores, in file order.
     pub stores: Vec<Result<StoreEntry, Invalid>>,
 }
@@ -480,6 +486,7 @@ fn read_federation(
         1..=MAX_MAX_STORES,
         problems,
     );
+    let shaping = read_shaping(&f, problems);
     let stores = read_stores(f.stores.unwrap_or_default(), path, problems, warnings);
     if stores.len() > max_stores {
         warnings.push(format!(
@@ -499,7 +506,82 @@ fn read_federation(
             max_cooldown,
         },
         max_stores,
+        shaping,
         stores,
+    }
+}
+
+/// The packet's knobs under `federation:`, with 5.3.0's names; absent keys are plain RRF.
+fn read_shaping(f: &FileFederation, problems: &mut Vec<String>) -> crate::packet::Shaping {
+    use crate::limits::{MAX_BUDGET_TOKENS, MAX_EDGE_BUDGET, MAX_HOPS};
+    let defaults = crate::packet::Shaping::default();
+    let margin = f.authority_margin.unwrap_or(defaults.authority_margin);
+    if !(margin.is_finite() && (0.0..=1.0).contains(&margin)) {
+        problems.push(format!(
+            "federation.authority_margin must be within 0..=1, got {margin}"
+        ));
+    }
+    let count = |key: &str, value: Option<usize>, default: usize, range, problems: &mut _| {
+        within(key, value.unwrap_or(default), range, problems)
+    };
+    crate::packet::Shaping {
+        authority_margin: margin,
+        min_per_store: count(
+            "federation.min_per_store",
+            f.min_per_store,
+            defaults.min_per_store,
+            0..=MAX_N_RESULTS as usize,
+            problems,
+        ),
+        // 5.3.0 reads 0 as "no page".
+        budget_tokens: match f.budget_tokens {
+            None | Some(0) => None,
+            Some(budget) => Some(within(
+                "federation.budget_tokens",
+                budget,
+                1..=MAX_BUDGET_TOKENS,
+                problems,
+            )),
+        },
+        satellite_edges: f
+            .satellite_edges_enabled
+            .map_or(defaults.satellite_edges, |f| f.0),
+        satellite_budget: count(
+            "federation.satellite_budget",
+            f.satellite_budget,
+            defaults.satellite_budget,
+            0..=MAX_EDGE_BUDGET,
+            problems,
+        ),
+        topic_edges: f.edges_enabled.map_or(defaults.topic_edges, |f| f.0),
+        edge_budget: count(
+            "federation.edge_budget",
+            f.edge_budget,
+            defaults.edge_budget,
+            0..=MAX_EDGE_BUDGET,
+            problems,
+        ),
+        hops: count(
+            "federation.hops",
+            f.hops,
+            defaults.hops,
+            1..=MAX_HOPS,
+            problems,
+        ),
+        hop_terms: count(
+            "federation.hop_terms",
+            f.hop_terms,
+            defaults.hop_terms,
+            0..=MAX_EDGE_BUDGET,
+            problems,
+        ),
+        hop_budget: count(
+            "federation.hop_budget",
+            f.hop_budget,
+            defaults.hop_budget,
+            0..=MAX_N_RESULTS as usize,
+            problems,
+        ),
     }
 }
 
@@ -596,6 +678,13 @@ fn read_server(
             Duration::from_secs(10),
             problems,
         ),
+        mcp_format: match s.mcp_format.as_deref().map(str::trim) {
+            None | Some("") => crate::api::TextFormat::default(),
+            Some(text) => crate::api::TextFormat::parse(text).unwrap_or_else(|why| {
+                problems.push(format!("server.mcp_format {why}"));
+                crate::api::TextFormat::default()
+            }),
+        },
     };
     let asked = Asked {
         inline: s.bearer_token,

@@ -86,12 +86,21 @@ fn a_python_5_3_file_starts_with_warnings() {
     )
     .unwrap();
     let joined = config.warnings.join("\n");
-    for key in ["updates", "federation.fusion_mode", "federation.hops"] {
+    for key in ["updates", "federation.fusion_mode"] {
         assert!(
             joined.contains(&format!("'{key}'")),
             "no warning for {key}: {joined}"
         );
     }
+    // The packet's keys are implemented: read, not warned about, and 5.3.0's packet is on.
+    assert!(!joined.contains("federation.hops"), "{joined}");
+    assert!(!joined.contains("authority_margin"), "{joined}");
+    let shaping = &config.federation.shaping;
+    assert_eq!(
+        *shaping,
+        crate::packet::Shaping::python_5_3(),
+        "the file sets 5.3.0's defaults"
+    );
     let facts = config.federation.stores[0].as_ref().unwrap();
     assert_eq!(facts.token_env.as_deref(), Some("LOCI_TOKEN"));
     assert!(

@@ -15,6 +15,7 @@ pub const TYPE: StoreType = StoreType {
     name: "seren_callosum",
     options: &["search_path"],
     build,
+    topics: false,
 };
 
 /// A callosum answers at most this many hits per search (its `n_results` range).
@@ -22,7 +23,7 @@ pub const MAX_N: usize = 200;
 
 struct Callosum;
 
-fn build(_options: &Options) -> Result<Box<dyn Protocol>, String> {
+fn build(_options: &Options, _context: &super::Context) -> Result<Box<dyn Protocol>, String> {
     Ok(Box::new(Callosum))
 }
 
@@ -81,6 +82,7 @@ impl Protocol for Callosum {
                     raw_distance: hit.raw_distance,
                     native_score: hit.native_score,
                     metadata: Metadata::from_entries(&mut entries),
+                    satellites: None,
                 }
             })
             .collect())

@@ -20,6 +20,7 @@ pub const TYPE: StoreType = StoreType {
         "include_superseded",
     ],
     build,
+    topics: false,
 };
 
 struct Loci {
@@ -28,7 +29,7 @@ struct Loci {
     include_superseded: bool,
 }
 
-fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
+fn build(options: &Options, _context: &super::Context) -> Result<Box<dyn Protocol>, String> {
     Ok(Box::new(Loci {
         project: options.text("project")?,
         include_fundamentals: options.flag("include_fundamentals", true)?,
@@ -97,6 +98,7 @@ impl Protocol for Loci {
                     raw_distance: fact.raw_distance,
                     native_score: fact.score,
                     metadata: Metadata::from_entries(&mut entries),
+                    satellites: None,
                 }
             })
             .collect())
@@ -130,7 +132,7 @@ mod tests {
         let Value::Object(options) = options else {
             panic!("options must be an object")
         };
-        build(&Options(&options)).expect("valid options")
+        build(&Options(&options), &Default::default()).expect("valid options")
     }
 
     #[test]

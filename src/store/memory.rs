@@ -5,7 +5,7 @@
 //! provenance only.
 
 use super::{Options, Protocol, StoreType, decode_hits, id_text, relevance_from_distance};
-use crate::fusion::Hit;
+use crate::fusion::{Episode, Hit, Satellites};
 use crate::metadata::{Fragment, Metadata, Raw, RawObject};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -20,8 +20,10 @@ pub const TYPE: StoreType = StoreType {
         "include_long",
         "include_superseded",
         "with_surroundings",
+        "topic_search_path",
     ],
     build,
+    topics: true,
 };
 
 /// SerenMemory rejects `n_results` above this with a 422, so we never ask for more.
@@ -35,13 +37,15 @@ struct Memory {
     with_surroundings: bool,
 }
 
-fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
+fn build(options: &Options, context: &super::Context) -> Result<Box<dyn Protocol>, String> {
+    super::topic_search_path(options.0)?;
     Ok(Box::new(Memory {
         include_short: options.flag("include_short", true)?,
         include_near: options.flag("include_near", true)?,
         include_long: options.flag("include_long", true)?,
         include_superseded: options.flag("include_superseded", false)?,
-        with_surroundings: options.flag("with_surroundings", false)?,
+        // Satellite edges need the surroundings; the store's own option wins [5.3].
+        with_surroundings: options.flag("with_surroundings", context.surroundings)?,
     }))
 }
 
@@ -103,13 +107,14 @@ impl Protocol for Memory {
                         (Cow::Borrowed("topic"), Fragment::from(hit.topic)),
                     ],
                 );
-                for (key, value) in [
-                    ("surroundings", hit.surroundings),
-                    ("matched_via", hit.matched_via),
-                ] {
-                    if let Some(value) = value.filter(|v| !v.is_null()) {
-                        entries.push((Cow::Borrowed(key), Fragment::Raw(value.text())));
-                    }
+                // `recent` and `supersedes_entry` are lifted out whether or not edges are on,
+                // so only the counts stay on the core [5.3].
+                let (counts, satellites) = lift(hit.surroundings.filter(|v| !v.is_null()));
+                if let Some(counts) = &counts {
+                    entries.push((Cow::Borrowed("surroundings"), Fragment::Raw(counts)));
+                }
+                if let Some(via) = hit.matched_via.filter(|v| !v.is_null()) {
+                    entries.push((Cow::Borrowed("matched_via"), Fragment::Raw(via.text())));
                 }
                 Hit {
                     id: id_text(hit.id),
@@ -118,10 +123,135 @@ impl Protocol for Memory {
                     raw_distance: Some(distance),
                     native_score: hit.score,
                     metadata: Metadata::from_entries(&mut entries),
+                    satellites,
                 }
             })
             .collect())
     }
+
+    fn topic_request(&self, topics: &[String], n: usize, exclude: &[String]) -> Option<Value> {
+        Some(json!({
+            "topics": topics,
+            "n_results": n.clamp(1, MAX_N),
+            "include_short": self.include_short,
+            "include_near": self.include_near,
+            "include_long": self.include_long,
+            "include_superseded": self.include_superseded,
+            "exclude_ids": exclude,
+        }))
+    }
+
+    fn decode_topic(&self, body: &[u8], limit: usize) -> Result<Vec<Hit>, String> {
+        let hits: Vec<TopicHit> = decode_hits(body, limit)?;
+        Ok(hits
+            .into_iter()
+            .map(|hit| {
+                let mut entries = hit.metadata.unwrap_or_default().0;
+                entries.splice(
+                    0..0,
+                    [
+                        (Cow::Borrowed("tier"), Fragment::from(hit.tier)),
+                        (Cow::Borrowed("topic"), Fragment::from(hit.topic)),
+                    ],
+                );
+                entries.extend([
+                    (
+                        Cow::Borrowed("matched_topics"),
+                        hit.matched_topics
+                            .filter(|v| !v.is_null())
+                            .map_or(Fragment::Raw("[]"), |v| Fragment::Raw(v.text())),
+                    ),
+                    (
+                        Cow::Borrowed("overlap"),
+                        hit.overlap.map_or(Fragment::Null, Fragment::F64),
+                    ),
+                    // Overwrites any `source` of the store's own [5.3].
+                    (
+                        Cow::Borrowed("source"),
+                        Fragment::Str(crate::packet::edges::TOPIC),
+                    ),
+                ]);
+                Hit {
+                    id: id_text(hit.id),
+                    content: hit.content.unwrap_or_default(),
+                    base_relevance: 0.0,
+                    raw_distance: None,
+                    native_score: hit.overlap,
+                    metadata: Metadata::from_entries(&mut entries),
+                    satellites: None,
+                }
+            })
+            .collect())
+    }
+}
+
+/// One hit of a `/by_topic` answer.
+#[derive(Deserialize)]
+struct TopicHit<'a> {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default, borrow)]
+    tier: Option<Raw<'a>>,
+    #[serde(default, borrow)]
+    topic: Option<Raw<'a>>,
+    #[serde(default, borrow)]
+    matched_topics: Option<Raw<'a>>,
+    #[serde(default)]
+    overlap: Option<f64>,
+    #[serde(default, borrow)]
+    metadata: Option<RawObject<'a>>,
+}
+
+/// Splits a core's `surroundings` into what stays in its metadata (the counts) and what becomes
+/// edges (`recent`, `supersedes_entry`). A value that is not an object stays as it is.
+/// The counts come back as JSON text.
+fn lift(surroundings: Option<Raw<'_>>) -> (Option<String>, Option<Box<Satellites>>) {
+    let Some(raw) = surroundings else {
+        return (None, None);
+    };
+    let Ok(RawObject(mut entries)) = serde_json::from_str::<RawObject>(raw.text()) else {
+        return (Some(raw.text().to_owned()), None);
+    };
+    let mut satellites = Satellites::default();
+    entries.retain(|(key, value)| {
+        let Fragment::Raw(text) = value else {
+            return true;
+        };
+        match key.as_ref() {
+            "recent" => {
+                if let Ok(Value::Array(items)) = serde_json::from_str(text) {
+                    satellites.recent = items.into_iter().filter_map(episode).collect();
+                }
+                false
+            }
+            "supersedes_entry" => {
+                satellites.supersedes = serde_json::from_str(text).ok().and_then(episode);
+                false
+            }
+            _ => true,
+        }
+    });
+    let counts = Metadata::from_entries(&mut entries).as_json().to_owned();
+    let satellites = (!satellites.recent.is_empty() || satellites.supersedes.is_some())
+        .then(|| Box::new(satellites));
+    (Some(counts), satellites)
+}
+
+/// A `{id, content, created_at}` object as an episode; anything else is none.
+fn episode(value: Value) -> Option<Episode> {
+    let Value::Object(mut item) = value else {
+        return None;
+    };
+    Some(Episode {
+        id: id_text(item.remove("id")),
+        content: match item.remove("content") {
+            Some(Value::String(content)) => content,
+            _ => String::new(),
+        },
+        created_at: item.remove("created_at").unwrap_or(Value::Null),
+    })
 }
 
 #[cfg(test)]
@@ -132,7 +262,7 @@ mod tests {
         let Value::Object(options) = options else {
             panic!("options must be an object")
         };
-        build(&Options(&options)).expect("valid options")
+        build(&Options(&options), &Default::default()).expect("valid options")
     }
 
     #[test]
@@ -156,7 +286,9 @@ mod tests {
         let Value::Object(options) = json!({"include_long": "yes"}) else {
             unreachable!()
         };
-        let err = build(&Options(&options)).err().expect("refused");
+        let err = build(&Options(&options), &Default::default())
+            .err()
+            .expect("refused");
         assert!(err.contains("include_long"), "{err}");
     }
 

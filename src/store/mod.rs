@@ -29,6 +29,24 @@ pub trait Protocol: Send + Sync {
     /// the rest are read over without being kept, so an answer of millions of tiny hits costs the
     /// body and no more.
     fn decode(&self, body: &[u8], limit: usize) -> Result<Vec<Hit>, String>;
+    /// The topic search body (`/by_topic`): up to `n` memories tagged with any of `topics`, none
+    /// of `exclude`. `None` for a protocol without topic search.
+    fn topic_request(&self, _topics: &[String], _n: usize, _exclude: &[String]) -> Option<Value> {
+        None
+    }
+    /// Reads a topic search answer into topic edges (`base_relevance` 0, `metadata.source`
+    /// "topic-edge").
+    fn decode_topic(&self, _body: &[u8], _limit: usize) -> Result<Vec<Hit>, String> {
+        Ok(Vec::new())
+    }
+}
+
+/// What the federation tells a protocol when it is built.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context {
+    /// Satellite edges are on: a SerenMemory store is asked for its cores' surroundings (unless
+    /// its own `with_surroundings` option says otherwise).
+    pub surroundings: bool,
 }
 
 /// Reads a store's `{"hits": [...], ...}` answer into at most `limit` hits of type `T`, in order.
@@ -153,6 +171,9 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for OptionalList<T> {
     }
 }
 
+/// How a type builds its protocol from an entry's options; an error names the bad option.
+pub type Builder = fn(&Options, &Context) -> Result<Box<dyn Protocol>, String>;
+
 /// One store type: its name in the config and how to build its protocol from the entry's options.
 pub struct StoreType {
     /// The `type:` value in a store entry.
@@ -160,7 +181,9 @@ pub struct StoreType {
     /// The option keys the type reads (others are warned about at start).
     pub options: &'static [&'static str],
     /// Builds the protocol; an error names the bad option.
-    pub build: fn(&Options) -> Result<Box<dyn Protocol>, String>,
+    pub build: Builder,
+    /// Whether the type answers topic searches (`topic_search_path`, default `/by_topic`).
+    pub topics: bool,
 }
 
 /// Every known store type, sorted by name.
@@ -185,22 +208,40 @@ pub fn unknown_type(kind: &str) -> String {
 }
 
 /// Builds the protocol for `kind`, or says why not.
-pub fn build(kind: &str, options: &Map<String, Value>) -> Result<Box<dyn Protocol>, String> {
+pub fn build(
+    kind: &str,
+    options: &Map<String, Value>,
+    context: &Context,
+) -> Result<Box<dyn Protocol>, String> {
     let store_type = TYPES
         .iter()
         .find(|t| t.name == kind)
         .ok_or_else(|| unknown_type(kind))?;
-    (store_type.build)(&Options(options))
+    (store_type.build)(&Options(options), context)
         .map_err(|why| format!("invalid options for {kind}: {why}"))
 }
 
 /// The path a store is searched at: `options.search_path`, else `/search`.
 pub fn search_path(options: &Map<String, Value>) -> Result<String, String> {
-    match options.get("search_path") {
-        None | Some(Value::Null) => Ok("/search".to_owned()),
+    path_option(options, "search_path", "/search")
+}
+
+/// Whether a store type answers topic searches (`/by_topic`, SerenMemory's) [5.3].
+pub fn speaks_topics(kind: &str) -> bool {
+    TYPES.iter().any(|t| t.name == kind && t.topics)
+}
+
+/// The path a store's topic search is at: `options.topic_search_path`, else `/by_topic` [5.3].
+pub fn topic_search_path(options: &Map<String, Value>) -> Result<String, String> {
+    path_option(options, "topic_search_path", "/by_topic")
+}
+
+fn path_option(options: &Map<String, Value>, key: &str, default: &str) -> Result<String, String> {
+    match options.get(key) {
+        None | Some(Value::Null) => Ok(default.to_owned()),
         Some(Value::String(path)) if path.starts_with('/') => Ok(path.clone()),
         Some(other) => Err(format!(
-            "search_path must be a string starting with '/', got {other}"
+            "{key} must be a string starting with '/', got {other}"
         )),
     }
 }

@@ -63,6 +63,8 @@ impl fmt::Display for Failure {
 pub struct Remote {
     /// The full search url (base url + search path + query). Never put into a message.
     url: url::Url,
+    /// The topic search url (`/by_topic`), for a protocol that speaks it.
+    topic_url: Option<url::Url>,
     token: Option<Secret>,
     protocol: Box<dyn Protocol>,
     timeout: Duration,
@@ -87,11 +89,23 @@ impl Remote {
     ) -> Self {
         Self {
             url,
+            topic_url: None,
             token,
             protocol,
             timeout,
             body_cap: DEFAULT_BODY_CAP,
         }
+    }
+
+    /// Also asks `url` for topic edges (`/by_topic`), for a protocol that speaks it.
+    pub fn with_topics(mut self, url: url::Url) -> Self {
+        self.topic_url = Some(url);
+        self
+    }
+
+    /// Whether this store answers topic searches.
+    pub fn has_topics(&self) -> bool {
+        self.topic_url.is_some()
     }
 
     /// Asks the store for `n` hits, carrying `chain` (the search's place among callosums).
@@ -102,46 +116,75 @@ impl Remote {
         n: usize,
         chain: &Chain,
     ) -> Result<Vec<Hit>, Failure> {
-        match tokio::time::timeout(self.timeout, self.exchange(client, query, n, chain)).await {
+        let body = self.protocol.request(query, n);
+        self.call(client, &self.url, &body, n, chain, |bytes, limit| {
+            self.protocol.decode(bytes, limit)
+        })
+        .await
+    }
+
+    /// Asks the store for up to `n` memories tagged with any of `topics`, none of `exclude`
+    /// (`None` for a store without topic search), under the same deadline and caps as a search.
+    pub async fn by_topic(
+        &self,
+        client: &reqwest::Client,
+        topics: &[String],
+        n: usize,
+        exclude: &[String],
+        chain: &Chain,
+    ) -> Option<Result<Vec<Hit>, Failure>> {
+        let url = self.topic_url.as_ref()?;
+        let body = self.protocol.topic_request(topics, n, exclude)?;
+        Some(
+            self.call(client, url, &body, n, chain, |bytes, limit| {
+                self.protocol.decode_topic(bytes, limit)
+            })
+            .await,
+        )
+    }
+
+    /// One exchange with the store, bounded by its timeout as a whole.
+    async fn call(
+        &self,
+        client: &reqwest::Client,
+        url: &url::Url,
+        body: &serde_json::Value,
+        limit: usize,
+        chain: &Chain,
+        decode: impl Fn(&[u8], usize) -> Result<Vec<Hit>, String>,
+    ) -> Result<Vec<Hit>, Failure> {
+        let exchange = async {
+            let response = self.send(client, url, body, chain).await?;
+            let status = response.status();
+            if !status.is_success() {
+                return Err(Failure::Status(status.as_u16()));
+            }
+            let bytes = self.read_body(response).await?;
+            decode(&bytes, limit).map_err(Failure::Decode)
+        };
+        match tokio::time::timeout(self.timeout, exchange).await {
             Ok(result) => result,
             Err(_elapsed) => Err(Failure::Timeout(self.timeout)),
         }
     }
 
-    async fn exchange(
-        &self,
-        client: &reqwest::Client,
-        query: &str,
-        n: usize,
-        chain: &Chain,
-    ) -> Result<Vec<Hit>, Failure> {
-        let response = self.send(client, query, n, chain).await?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(Failure::Status(status.as_u16()));
-        }
-        let bytes = self.read_body(response).await?;
-        self.protocol.decode(&bytes, n).map_err(Failure::Decode)
-    }
-
-    /// Sends the search and waits for the answer's head. A pooled keep-alive connection that the
+    /// Sends the request and waits for the answer's head. A pooled keep-alive connection that the
     /// store closed just as the request went out (its idle timeout) gives no answer and no status;
     /// a search is read-only, so it is asked once more, on a fresh connection, within the same
     /// deadline.
     async fn send(
         &self,
         client: &reqwest::Client,
-        query: &str,
-        n: usize,
+        url: &url::Url,
+        body: &serde_json::Value,
         chain: &Chain,
     ) -> Result<reqwest::Response, Failure> {
         let chain_headers = chain.headers();
-        let body = self.protocol.request(query, n);
         // Serializing a serde_json::Value cannot fail: its keys are strings and it holds no NaN.
-        let body = Bytes::from(serde_json::to_vec(&body).expect("a JSON value always serializes"));
+        let body = Bytes::from(serde_json::to_vec(body).expect("a JSON value always serializes"));
         let send = || {
             let mut request = client
-                .post(self.url.clone())
+                .post(url.clone())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .header(reqwest::header::ACCEPT, "application/json")
                 .body(body.clone());

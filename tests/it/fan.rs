@@ -249,7 +249,8 @@ async fn an_empty_config_answers_empty() {
     assert_eq!(status, 200);
     assert_eq!(
         answer,
-        json!({"query": "anything", "hits": [], "stores_searched": [], "failed": [], "skipped": []})
+        json!({"query": "anything", "hits": [], "budget_tokens": null, "tokens": 0,
+               "stores_searched": [], "failed": [], "skipped": []})
     );
     let (_, stores) = callosum.get("/stores").await;
     assert_eq!(stores["active"], 0);

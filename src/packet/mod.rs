@@ -1,0 +1,247 @@
+//! The packet a model reads: the fused list shaped into a page [5.3].
+//!
+//! After fusion, 5.3.0 shapes what a model gets: the most confident store's top hit may lead
+//! ([`authority`]), every answering store may be given seats ([`page`], the quota), the list may
+//! be packed into a token budget ([`page`]), and edges may follow: a memory's own satellite
+//! episodes and the memory it superseded, and memories sharing its topics ([`edges`]), after any
+//! hits found by hopping on from the first answer ([`hops`]).
+//!
+//! Everything here is pure (no IO, no async): the federation calls stores and hands the answers
+//! in. With the defaults ([`Shaping::default`]) the packet is the seed's plain RRF cut to
+//! `n_results`, and [`rank`] takes fusion's fast path.
+
+pub mod authority;
+pub mod edges;
+pub mod hops;
+pub mod page;
+
+use crate::fusion::{self, Fused, RankedList};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The packet's knobs, with 5.3.0's names (`federation:` in the config, `GET /stores`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Shaping {
+    /// A store whose top hit stands this far above its runner-up (or is an exact match, >= 0.999)
+    /// leads the list, unless a weight puts another store's hit strictly ahead. 0 turns it off.
+    /// It reads magnitudes, so it is off by default.
+    pub authority_margin: f64,
+    /// Seats each answering store is given before the fused order fills the rest. 0 turns it off.
+    pub min_per_store: usize,
+    /// The default token page; null for none (a search's own `budget_tokens` wins).
+    pub budget_tokens: Option<usize>,
+    /// Whether a SerenMemory core brings its satellite episodes and the core it superseded.
+    #[serde(rename = "satellite_edges_enabled")]
+    pub satellite_edges: bool,
+    /// The most satellite and supersedes edges a packet carries.
+    pub satellite_budget: usize,
+    /// Whether memories sharing the packet's topics follow (`/by_topic`).
+    #[serde(rename = "edges_enabled")]
+    pub topic_edges: bool,
+    /// The most topic edges a packet carries.
+    pub edge_budget: usize,
+    /// Rounds of search: 1 is one fan; each more round fans a bridge query made of the query and
+    /// the last round's best hits.
+    pub hops: usize,
+    /// How many of a round's hits make the next round's bridge.
+    pub hop_terms: usize,
+    /// The most hits all later rounds add together.
+    pub hop_budget: usize,
+}
+
+impl Default for Shaping {
+    /// The seed's plain RRF: no page, no quota, no authority, no edges, one round. The counts
+    /// are 5.3.0's, so that turning a feature on needs one key.
+    fn default() -> Self {
+        Self {
+            authority_margin: 0.0,
+            min_per_store: 0,
+            budget_tokens: None,
+            satellite_edges: false,
+            satellite_budget: 3,
+            topic_edges: false,
+            edge_budget: 3,
+            hops: 1,
+            hop_terms: 4,
+            hop_budget: 5,
+        }
+    }
+}
+
+impl Shaping {
+    /// 5.3.0's defaults, for users who want its answers (the README's copy-paste block).
+    pub fn python_5_3() -> Self {
+        Self {
+            authority_margin: 0.035,
+            min_per_store: 1,
+            satellite_edges: true,
+            topic_edges: true,
+            ..Self::default()
+        }
+    }
+
+    /// Whether satellite edges are on and may add any.
+    pub fn satellites_on(&self) -> bool {
+        self.satellite_edges && self.satellite_budget > 0
+    }
+
+    /// Whether topic edges are on and may add any.
+    pub fn topics_on(&self) -> bool {
+        self.topic_edges && self.edge_budget > 0
+    }
+
+    /// Whether later rounds may add hits.
+    pub fn hops_on(&self) -> bool {
+        self.hops > 1 && self.hop_budget > 0
+    }
+
+    /// What is on, in words, for `check` and the log: `["plain RRF"]` with the defaults.
+    pub fn describe(&self) -> Vec<String> {
+        let mut on = Vec::new();
+        if self.authority_margin > 0.0 {
+            on.push(format!("authority lead (margin {})", self.authority_margin));
+        }
+        if self.min_per_store > 0 {
+            on.push(format!("{} seat(s) per store", self.min_per_store));
+        }
+        if let Some(budget) = self.budget_tokens {
+            on.push(format!("token page of {budget}"));
+        }
+        if self.satellites_on() {
+            on.push(format!("satellite edges (up to {})", self.satellite_budget));
+        }
+        if self.topics_on() {
+            on.push(format!("topic edges (up to {})", self.edge_budget));
+        }
+        if self.hops_on() {
+            on.push(format!(
+                "{} hops ({} terms, up to {} hits)",
+                self.hops, self.hop_terms, self.hop_budget
+            ));
+        }
+        if on.is_empty() {
+            on.push("plain RRF".to_owned());
+        }
+        on
+    }
+}
+
+/// The knobs this service reads, with 5.3.0's names (`GET /stores` `supported_knobs`).
+pub const KNOBS: &[&str] = &[
+    "k",
+    "n_results",
+    "fetch_multiplier",
+    "per_store_timeout_s",
+    "authority_margin",
+    "min_per_store",
+    "budget_tokens",
+    "edges_enabled",
+    "edge_budget",
+    "satellite_edges_enabled",
+    "satellite_budget",
+    "hops",
+    "hop_terms",
+    "hop_budget",
+];
+
+/// How one round's fused list is cut.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cut {
+    /// The RRF constant.
+    pub k: u32,
+    /// The row cap: `n` without a page; on a page, only a caller's explicit `n_results`.
+    pub rows: Option<usize>,
+    /// The token page, if any.
+    pub budget: Option<usize>,
+    /// See [`Shaping::authority_margin`].
+    pub authority_margin: f64,
+    /// See [`Shaping::min_per_store`].
+    pub min_per_store: usize,
+}
+
+impl Cut {
+    /// The cut for a search asking `n_results` (or the default `n`) under `budget`.
+    pub fn new(shaping: &Shaping, k: u32, n: usize, explicit: bool, budget: Option<usize>) -> Self {
+        Self {
+            k,
+            // 5.3.0: on a page the config's default n_results does not cap; a caller's does.
+            rows: match budget {
+                None => Some(n),
+                Some(_) => explicit.then_some(n),
+            },
+            budget,
+            authority_margin: shaping.authority_margin,
+            min_per_store: shaping.min_per_store,
+        }
+    }
+
+    fn is_plain(&self) -> bool {
+        self.budget.is_none() && self.min_per_store == 0 && self.authority_margin <= 0.0
+    }
+}
+
+/// How many hits each store is asked for: `max(n * fetch_multiplier, n)`, and on a page at least
+/// one hit per 16 tokens of it [5.3].
+pub fn ask(n: usize, fetch_multiplier: usize, budget: Option<usize>) -> usize {
+    let ask = n.saturating_mul(fetch_multiplier).max(n);
+    match budget {
+        Some(budget) => ask.max(budget.div_ceil(page::TOKENS_PER_CANDIDATE)),
+        None => ask,
+    }
+}
+
+/// Fuses the lists and cuts them into one round's ranked packet, in fused order: plain RRF cut
+/// to the row cap, or, when any shaping is on, the authority lead first, then the quota and the
+/// page.
+pub fn rank(lists: Vec<RankedList>, cut: &Cut) -> Vec<Fused> {
+    if cut.is_plain() {
+        return fusion::fuse(lists, cut.k, cut.rows.unwrap_or(usize::MAX));
+    }
+    let margins: Vec<Option<f64>> = lists.iter().map(authority::margin).collect();
+    let mut fused = fusion::fuse(lists, cut.k, usize::MAX);
+    if cut.authority_margin > 0.0 {
+        authority::promote(&mut fused, &margins, cut.authority_margin);
+    }
+    page::select(fused, cut)
+}
+
+/// The ids already in a packet: a hop or an edge never repeats one.
+pub type Seen = std::collections::HashSet<String>;
+
+/// One row of the packet: a hit, the store it came from, and its rank and score there (0.0 for
+/// an edge).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub store: String,
+    /// 1-based: within its store's floored list, or among its kind of edge.
+    pub rank: usize,
+    pub score: f64,
+    pub hit: crate::fusion::Hit,
+}
+
+impl Row {
+    /// One fused hit of a round, from the store named `store`.
+    pub fn fused(store: &str, fused: Fused) -> Self {
+        Self {
+            store: store.to_owned(),
+            rank: fused.rank,
+            score: fused.score,
+            hit: fused.hit,
+        }
+    }
+
+    /// The row as the wire shows it.
+    pub fn into_wire(self) -> crate::api::Hit {
+        crate::api::Hit {
+            store: self.store,
+            id: self.hit.id,
+            content: self.hit.content,
+            score: self.score,
+            store_rank: u32::try_from(self.rank).unwrap_or(u32::MAX),
+            base_relevance: self.hit.base_relevance,
+            native_score: self.hit.native_score,
+            raw_distance: self.hit.raw_distance,
+            metadata: self.hit.metadata,
+        }
+    }
+}
