@@ -10,7 +10,7 @@
 //! Edges are never floored, fused or counted against `n_results`; on the wire `score` 0.0 marks
 //! one, and `metadata.source` says which kind. On a page each must fit what is left.
 
-use super::page::row_cost;
+use super::page::{row_cost, spend};
 use super::{Row, Seen};
 use crate::fusion::{Episode, Hit};
 use crate::metadata::Metadata;
@@ -110,17 +110,7 @@ fn satellite_edge(core: &Row, episode: Episode, kind: &'static str, rank: usize)
 
 /// Whether `row` fits what is `left` of the page, spending it if so.
 fn take(row: &Row, left: &mut Option<usize>) -> bool {
-    match left {
-        None => true,
-        Some(left) => {
-            let cost = row_cost(&row.hit);
-            let fits = cost <= *left;
-            if fits {
-                *left -= cost;
-            }
-            fits
-        }
-    }
+    spend(row_cost(&row.hit), left)
 }
 
 /// The packet's topic tags: every comma-separated tag of `metadata.topic`, trimmed, lower case,
@@ -166,4 +156,209 @@ pub fn topic_edges(
         }
     }
     edges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fusion::Satellites;
+
+    fn episode(id: &str, content: &str) -> Episode {
+        Episode {
+            id: id.into(),
+            content: content.into(),
+            created_at: json!(format!("2025-10-{id}")),
+        }
+    }
+
+    fn core(id: &str, topic: Value, recent: &[&str], supersedes: Option<&str>) -> Row {
+        let Value::Object(metadata) = json!({"tier": "long", "topic": topic}) else {
+            unreachable!()
+        };
+        Row {
+            store: "episodic".into(),
+            rank: 1,
+            score: 0.016,
+            hit: Hit {
+                metadata: Metadata::from_map(&metadata),
+                satellites: Some(Box::new(Satellites {
+                    recent: recent
+                        .iter()
+                        .map(|id| episode(id, &format!("episode {id}")))
+                        .collect(),
+                    supersedes: supersedes.map(|id| episode(id, &format!("old {id}"))),
+                })),
+                ..Hit::plain(id, 0.5)
+            },
+        }
+    }
+
+    fn ids(rows: &[Row]) -> Vec<&str> {
+        rows.iter().map(|r| r.hit.id.as_str()).collect()
+    }
+
+    fn seen(packet: &[Row]) -> Seen {
+        packet.iter().map(|r| r.hit.id.clone()).collect()
+    }
+
+    // test_honest_fan.py: test_a_core_brings_its_surroundings_as_marked_edges
+    #[test]
+    fn satellites_ride_round_robin_newest_first_and_marked() {
+        let mut packet = vec![
+            core(
+                "a",
+                json!("cuda, xavier"),
+                &["s3", "s2", "s1"],
+                Some("old1"),
+            ),
+            core("b", json!(null), &["t1"], None),
+        ];
+        let edges = {
+            let mut ids = seen(&packet);
+            satellites(&mut packet, 3, &mut ids, &mut None)
+        };
+        assert_eq!(ids(&edges), ["s3", "t1", "s2"]);
+        assert!(
+            packet.iter().all(|r| r.hit.satellites.is_none()),
+            "taken off the cores"
+        );
+        let first = &edges[0];
+        assert_eq!(
+            (first.score, first.rank, first.store.as_str()),
+            (0.0, 1, "episodic")
+        );
+        assert_eq!(first.hit.base_relevance, 0.0);
+        assert_eq!(
+            (first.hit.raw_distance, first.hit.native_score),
+            (None, None)
+        );
+        assert_eq!(
+            first.hit.metadata.to_map(),
+            json!({"tier": "long", "kind": "satellite", "core_id": "a", "superseded_by": null,
+                   "topic": "cuda, xavier", "created_at": "2025-10-s3", "source": "satellite-edge",
+                   "edge_of": "a"})
+            .as_object()
+            .unwrap()
+            .clone()
+        );
+        assert_eq!(edges[1].hit.metadata.get("topic"), Some(Value::Null));
+        assert_eq!(edges.iter().map(|e| e.rank).collect::<Vec<_>>(), [1, 2, 3]);
+    }
+
+    // test_the_superseded_core_rides_as_an_edge_after_the_satellites
+    #[test]
+    fn the_superseded_core_rides_after_its_satellites() {
+        let mut packet = vec![
+            core("a", json!("cuda"), &["s3", "s2", "s1"], Some("old1")),
+            core("b", json!("cuda"), &["t1"], None),
+        ];
+        let edges = {
+            let mut ids = seen(&packet);
+            satellites(&mut packet, 10, &mut ids, &mut None)
+        };
+        assert_eq!(ids(&edges), ["s3", "t1", "s2", "s1", "old1"]);
+        let old = edges[4].hit.metadata.to_map();
+        assert_eq!(old["source"], "supersedes-edge");
+        assert_eq!(old["kind"], "core");
+        assert_eq!(old["superseded_by"], "a");
+        assert_eq!(old["core_id"], Value::Null);
+        assert_eq!(old["edge_of"], "a");
+    }
+
+    // test_satellite_edges_off_strips_the_content_and_adds_nothing
+    #[test]
+    fn off_adds_nothing_and_still_strips() {
+        let mut packet = vec![core("a", json!("cuda"), &["s1"], Some("old1"))];
+        let mut ids = seen(&packet);
+        assert!(satellites(&mut packet, 0, &mut ids, &mut None).is_empty());
+        assert!(packet[0].hit.satellites.is_none());
+    }
+
+    #[test]
+    fn an_item_already_in_the_packet_or_without_id_is_skipped() {
+        let mut packet = vec![
+            core("a", json!("x"), &["b", "", "s1"], None),
+            core("b", json!("x"), &[], None),
+        ];
+        let edges = {
+            let mut ids = seen(&packet);
+            satellites(&mut packet, 5, &mut ids, &mut None)
+        };
+        assert_eq!(ids(&edges), ["s1"]);
+    }
+
+    // test_satellite_edges_are_packed_into_what_the_page_has_left
+    #[test]
+    fn on_a_page_a_short_satellite_rides_and_a_long_one_is_left_out() {
+        let long = "w".repeat(2000);
+        let build = || {
+            let mut row = core("a", json!("x"), &[], None);
+            row.hit.satellites = Some(Box::new(Satellites {
+                recent: vec![episode("big", &long), episode("small", "short episode")],
+                supersedes: None,
+            }));
+            vec![row]
+        };
+        let mut packet = build();
+        let edges = {
+            let mut ids = seen(&packet);
+            satellites(&mut packet, 3, &mut ids, &mut Some(60))
+        };
+        assert_eq!(ids(&edges), ["small"]);
+        let mut packet = build();
+        let edges = {
+            let mut ids = seen(&packet);
+            satellites(&mut packet, 3, &mut ids, &mut None)
+        };
+        assert_eq!(ids(&edges), ["big", "small"], "without a page both ride");
+    }
+
+    // test_edges.py: test_topics_and_exclude_threaded (the topics half)
+    #[test]
+    fn topics_are_every_tag_once_trimmed_and_lower_case() {
+        let row = |topic: Value| {
+            let mut row = core("x", topic, &[], None);
+            row.hit.satellites = None;
+            row
+        };
+        let rows = [
+            row(json!("CFT, iam")),
+            row(json!(" lambda ,cft")),
+            row(json!(null)),
+            row(json!(7)),
+            row(json!("")),
+        ];
+        assert_eq!(topics(&rows), ["cft", "iam", "lambda"]);
+        assert!(topics(&[row(json!(null))]).is_empty(), "no topics, no join");
+    }
+
+    // test_edges.py: test_edges_appended_and_marked, test_edge_budget_caps
+    #[test]
+    fn topic_edges_are_cut_to_the_budget_in_store_order_and_fitted() {
+        let answers = || {
+            vec![
+                (
+                    "m1".to_owned(),
+                    vec![Hit::plain("e1", 0.0), Hit::plain("e2", 0.0)],
+                ),
+                ("m2".to_owned(), vec![Hit::plain("e3", 0.0)]),
+            ]
+        };
+        let edges = topic_edges(answers(), 2, &mut None);
+        assert_eq!(ids(&edges), ["e1", "e2"]);
+        assert_eq!(
+            edges.iter().map(|e| (e.rank, e.score)).collect::<Vec<_>>(),
+            [(1, 0.0), (2, 0.0)]
+        );
+        let edges = topic_edges(answers(), 5, &mut None);
+        assert_eq!(
+            edges.iter().map(|e| e.store.as_str()).collect::<Vec<_>>(),
+            ["m1", "m1", "m2"]
+        );
+        // "content of e1" is 13 characters: 4 tokens and one for the row.
+        let mut left = Some(11);
+        let edges = topic_edges(answers(), 5, &mut left);
+        assert_eq!(ids(&edges), ["e1", "e2"]);
+        assert_eq!(left, Some(1));
+    }
 }

@@ -6,7 +6,7 @@
 //! round and says where it came from (`metadata.hop`, `metadata.hop_bridge`). Rounds stop early
 //! when one adds nothing.
 
-use super::page::row_cost;
+use super::page::{row_cost, spend};
 use super::{Row, Seen};
 use crate::limits::MAX_QUERY_BYTES;
 use serde_json::Value;
@@ -57,15 +57,85 @@ pub fn keep_new(
             ("hop", Value::from(hop)),
             ("hop_bridge", Value::from(shown.as_str())),
         ]);
-        if let Some(left) = left {
-            let cost = row_cost(&row.hit);
-            if cost > *left {
-                continue;
-            }
-            *left -= cost;
+        if !spend(row_cost(&row.hit), left) {
+            continue;
         }
         seen.insert(row.hit.id.clone());
         kept.push(row);
     }
     kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fusion::Hit;
+
+    fn row(id: &str, content: &str) -> Row {
+        Row {
+            store: "s".into(),
+            rank: 3,
+            score: 0.0155,
+            hit: Hit {
+                content: content.into(),
+                ..Hit::plain(id, 0.5)
+            },
+        }
+    }
+
+    #[test]
+    fn the_bridge_is_the_query_and_the_frontiers_best_cut_to_the_limit() {
+        let long = "é".repeat(300);
+        let frontier = [row("a", "first hit"), row("b", &long), row("c", "third")];
+        let bridge = bridge("cuda", &frontier, 2);
+        assert_eq!(bridge, format!("cuda first hit {}", "é".repeat(200)));
+        assert_eq!(
+            super::bridge("q", &frontier, 0),
+            "q first hit",
+            "at least one term"
+        );
+        let huge = "x".repeat(MAX_QUERY_BYTES);
+        let bridged = super::bridge(&huge, &[row("é", "ééé")], 4);
+        assert!(bridged.len() <= MAX_QUERY_BYTES);
+    }
+
+    // test_budget.py: test_hop_hits_have_to_fit_the_page_too
+    #[test]
+    fn a_hop_hit_too_big_for_the_page_is_dropped_and_a_small_one_kept() {
+        let round = || vec![row("big", &"w".repeat(400)), row("small", "tiny")];
+        let mut seen = Seen::new();
+        let kept = keep_new(round(), 2, "q bridge", 5, &mut seen, &mut Some(20));
+        assert_eq!(kept.len(), 1);
+        let metadata = kept[0].hit.metadata.to_map();
+        assert_eq!(kept[0].hit.id, "small");
+        assert_eq!(metadata["hop"], 2);
+        assert_eq!(metadata["hop_bridge"], "q bridge");
+        assert_eq!(
+            (kept[0].rank, kept[0].score),
+            (3, 0.0155),
+            "keeps its own rank and score"
+        );
+        let kept = keep_new(round(), 2, "q", 5, &mut Seen::new(), &mut None);
+        assert_eq!(kept.len(), 2, "without a page both are kept");
+    }
+
+    #[test]
+    fn only_new_ids_up_to_the_room_left() {
+        let round = vec![
+            row("seen", "a"),
+            row("", "b"),
+            row("n1", "c"),
+            row("n2", "d"),
+            row("n3", "e"),
+        ];
+        let mut seen: Seen = ["seen".to_owned()].into();
+        let kept = keep_new(round, 3, &"b".repeat(300), 2, &mut seen, &mut None);
+        assert_eq!(
+            kept.iter().map(|r| r.hit.id.as_str()).collect::<Vec<_>>(),
+            ["n1", "n2"]
+        );
+        assert!(seen.contains("n2") && !seen.contains("n3"));
+        let shown = kept[0].hit.metadata.get("hop_bridge").unwrap();
+        assert_eq!(shown.as_str().unwrap().chars().count(), BRIDGE_SHOWN_CHARS);
+    }
 }

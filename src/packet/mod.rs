@@ -245,3 +245,125 @@ impl Row {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fusion::Hit;
+    use page::packet_cost;
+    use proptest::prelude::*;
+
+    fn lists_strategy() -> impl Strategy<Value = Vec<RankedList>> {
+        let hit = (0usize..240, 0.0f64..=1.0);
+        let list = (
+            prop::sample::select(vec![0.5, 1.0, 2.0]),
+            prop::collection::vec(hit, 0..16),
+        );
+        prop::collection::vec(list, 1..5).prop_map(|lists| {
+            lists
+                .into_iter()
+                .enumerate()
+                .map(|(store, (weight, hits))| RankedList {
+                    weight,
+                    floor: 0.0,
+                    hits: hits
+                        .into_iter()
+                        .enumerate()
+                        .map(|(rank, (chars, relevance))| Hit {
+                            content: "c".repeat(chars),
+                            native_score: Some(relevance),
+                            raw_distance: Some(1.0 / relevance.max(1e-9) - 1.0),
+                            ..Hit::plain(&format!("{store}-{rank}"), relevance)
+                        })
+                        .collect(),
+                })
+                .collect()
+        })
+    }
+
+    fn keys(rows: &[Fused]) -> Vec<(usize, usize)> {
+        rows.iter().map(|f| (f.list, f.rank)).collect()
+    }
+
+    fn is_subsequence(small: &[(usize, usize)], big: &[(usize, usize)]) -> bool {
+        let mut big = big.iter();
+        small.iter().all(|x| big.any(|y| y == x))
+    }
+
+    proptest! {
+        #[test]
+        fn a_page_never_costs_more_than_its_budget_and_keeps_fused_order(
+            lists in lists_strategy(),
+            budget in 1usize..600,
+            rows in prop::option::of(1usize..30),
+            min_per_store in 0usize..3,
+        ) {
+            let cut = Cut { k: 60, rows, budget: Some(budget), authority_margin: 0.0, min_per_store };
+            let page = rank(lists.clone(), &cut);
+            prop_assert!(packet_cost(page.iter().map(|f| &f.hit)) <= budget);
+            prop_assert!(rows.is_none_or(|cap| page.len() <= cap));
+            let unbudgeted = crate::fusion::fuse(lists, 60, usize::MAX);
+            prop_assert!(is_subsequence(&keys(&page), &keys(&unbudgeted)));
+        }
+
+        #[test]
+        fn margin_0_and_quota_0_are_plain_rrf(lists in lists_strategy(), n in 1usize..30) {
+            let shaped = rank(lists.clone(), &Cut {
+                k: 60, rows: Some(n), budget: None, authority_margin: 0.0, min_per_store: 0,
+            });
+            // The shaped path, forced: a full sort and the row trim, no fast path.
+            let mut full = crate::fusion::fuse(lists.clone(), 60, usize::MAX);
+            full.truncate(n);
+            let plain = crate::fusion::fuse(lists, 60, n);
+            prop_assert_eq!(keys(&shaped), keys(&plain));
+            prop_assert_eq!(keys(&full), keys(&plain));
+        }
+
+        #[test]
+        fn rescaling_a_stores_magnitudes_leaves_the_packet_unchanged_when_authority_is_off(
+            lists in lists_strategy(),
+            factor in 0.01f64..100.0,
+            which in 0usize..4,
+            budget in prop::option::of(1usize..600),
+            min_per_store in 0usize..3,
+        ) {
+            let cut = Cut { k: 60, rows: Some(10), budget, authority_margin: 0.0, min_per_store };
+            let mut rescaled = lists.clone();
+            if let Some(list) = rescaled.get_mut(which) {
+                for hit in &mut list.hits {
+                    hit.base_relevance *= factor;
+                    hit.native_score = hit.native_score.map(|s| s * factor);
+                    hit.raw_distance = hit.raw_distance.map(|d| d * factor);
+                }
+            }
+            prop_assert_eq!(keys(&rank(lists, &cut)), keys(&rank(rescaled, &cut)));
+        }
+    }
+
+    #[test]
+    fn the_ask_is_sized_by_the_page() {
+        // test_a_budget_sizes_the_ask_and_the_report_says_what_the_page_cost: 1000 tokens -> 63.
+        assert_eq!(ask(10, 2, Some(1000)), 63);
+        // test_without_a_budget_the_ask_and_the_packet_are_as_before: n x multiplier.
+        assert_eq!(ask(10, 2, None), 20);
+        assert_eq!(ask(10, 2, Some(16)), 20, "a small page never asks for less");
+    }
+
+    #[test]
+    fn a_page_is_capped_only_by_an_explicit_n_results() {
+        let shaping = Shaping::default();
+        assert_eq!(Cut::new(&shaping, 60, 10, false, None).rows, Some(10));
+        assert_eq!(Cut::new(&shaping, 60, 10, false, Some(800)).rows, None);
+        assert_eq!(Cut::new(&shaping, 60, 4, true, Some(800)).rows, Some(4));
+    }
+
+    #[test]
+    fn check_says_what_is_on() {
+        assert_eq!(Shaping::default().describe(), ["plain RRF"]);
+        let on = Shaping::python_5_3().describe().join("; ");
+        assert_eq!(
+            on,
+            "authority lead (margin 0.035); 1 seat(s) per store; satellite edges (up to 3); topic edges (up to 3)"
+        );
+    }
+}

@@ -105,26 +105,271 @@ fn choose(
     chosen
 }
 
-/// Keeps the rows of `rows` that fit in `left` tokens, in order, skipping those that do not;
-/// returns the kept rows and what is left. `None` is no page: every row is kept.
-pub fn fit<T>(
-    rows: Vec<T>,
-    left: Option<usize>,
-    cost: impl Fn(&T) -> usize,
-) -> (Vec<T>, Option<usize>) {
-    let Some(mut left) = left else {
-        return (rows, None);
-    };
-    let kept = rows
-        .into_iter()
-        .filter(|row| {
-            let c = cost(row);
-            let fits = c <= left;
-            if fits {
-                left -= c;
+/// Whether a row costing `cost` fits what is `left` of the page, spending it if so. `None` is no
+/// page: everything fits. Hops and edges are fitted this way, one row at a time.
+pub fn spend(cost: usize, left: &mut Option<usize>) -> bool {
+    match left {
+        None => true,
+        Some(left) if cost <= *left => {
+            *left -= cost;
+            true
+        }
+        Some(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fusion::{RankedList, fuse};
+    use crate::metadata::Metadata;
+    use crate::packet::{Cut, rank};
+    use serde_json::json;
+
+    /// A hit whose content costs exactly `tokens` tokens (4 characters each), so its row costs
+    /// `tokens + 1`.
+    fn sized(id: &str, tokens: usize) -> Hit {
+        Hit {
+            content: "x".repeat(tokens * CHARS_PER_TOKEN),
+            ..Hit::plain(id, 0.5)
+        }
+    }
+
+    fn list(weight: f64, hits: Vec<Hit>) -> RankedList {
+        RankedList {
+            weight,
+            floor: 0.0,
+            hits,
+        }
+    }
+
+    /// A list of `n` hits costing `tokens` each, ids `{prefix}{rank}`.
+    fn uniform(prefix: &str, weight: f64, n: usize, tokens: usize) -> RankedList {
+        list(
+            weight,
+            (1..=n)
+                .map(|r| sized(&format!("{prefix}{r}"), tokens))
+                .collect(),
+        )
+    }
+
+    fn cut(rows: Option<usize>, budget: Option<usize>, min_per_store: usize) -> Cut {
+        Cut {
+            k: 60,
+            rows,
+            budget,
+            authority_margin: 0.0,
+            min_per_store,
+        }
+    }
+
+    fn ids(rows: &[Fused]) -> Vec<&str> {
+        rows.iter().map(|f| f.hit.id.as_str()).collect()
+    }
+
+    // test_budget.py: test_est_tokens_four_chars_each_never_below_one
+    #[test]
+    fn four_characters_a_token_never_below_one() {
+        for (text, tokens) in [
+            ("", 1),
+            ("abcd", 1),
+            ("abcde", 2),
+            ("ééééé", 2),
+            ("x".repeat(400).as_str(), 100),
+        ] {
+            assert_eq!(est_tokens(text), tokens, "{text:?}");
+        }
+    }
+
+    // test_row_cost_counts_the_satellite_a_core_matched_through
+    #[test]
+    fn a_row_costs_its_text_one_more_and_the_episode_it_was_found_through() {
+        let mut hit = sized("core", 10);
+        assert_eq!(row_cost(&hit), 11);
+        let via = |v: serde_json::Value| {
+            let serde_json::Value::Object(map) = json!({ "matched_via": v, "tier": "long" }) else {
+                unreachable!()
+            };
+            Metadata::from_map(&map)
+        };
+        hit.metadata = via(json!({"id": "s1", "content": "y".repeat(20)}));
+        assert_eq!(row_cost(&hit), 16);
+        hit.metadata = via(json!({"id": "s1", "content": ""}));
+        assert_eq!(row_cost(&hit), 11, "an empty via costs nothing");
+        hit.metadata = via(json!("not an object"));
+        assert_eq!(row_cost(&hit), 11);
+    }
+
+    #[test]
+    fn ported_page_cases() {
+        struct Case {
+            name: &'static str,
+            lists: Vec<RankedList>,
+            cut: Cut,
+            expected: &'static [&'static str],
+        }
+        let cases = [
+            // test_page_is_packed_head_first_and_an_oversize_row_is_skipped_not_a_stop
+            Case {
+                name: "an oversize row is skipped, smaller ones still fill the page",
+                lists: vec![list(
+                    1.0,
+                    vec![
+                        sized("a", 50),
+                        sized("big", 200),
+                        sized("b", 50),
+                        sized("c", 50),
+                        sized("d", 2),
+                    ],
+                )],
+                cut: cut(None, Some(160), 0),
+                // 51 + 51 + 51 = 153; d (3) still fits: 156 <= 160.
+                expected: &["a", "b", "c", "d"],
+            },
+            // test_the_diversity_floor_seats_a_downweighted_store_on_the_page
+            Case {
+                name: "a seat puts a half-weight store on the page",
+                lists: vec![uniform("m", 1.0, 6, 10), uniform("l", 0.5, 3, 10)],
+                cut: cut(None, Some(44), 1),
+                expected: &["m1", "m2", "m3", "l1"],
+            },
+            Case {
+                name: "without seats the page is one store",
+                lists: vec![uniform("m", 1.0, 6, 10), uniform("l", 0.5, 3, 10)],
+                cut: cut(None, Some(44), 0),
+                expected: &["m1", "m2", "m3", "m4"],
+            },
+            // test_the_reserved_seat_goes_to_the_stores_next_row_that_fits
+            Case {
+                name: "a store's top row too big gives its seat to its next row that fits",
+                lists: vec![
+                    uniform("m", 1.0, 6, 10),
+                    list(0.5, vec![sized("l1", 100), sized("l2", 5)]),
+                ],
+                cut: cut(None, Some(40), 1),
+                expected: &["m1", "m2", "m3", "l2"],
+            },
+            // test_n_results_beside_a_budget_is_a_second_cap
+            Case {
+                name: "an explicit n_results caps the rows on a page",
+                lists: vec![uniform("m", 1.0, 6, 3)],
+                cut: cut(Some(2), Some(1000), 0),
+                expected: &["m1", "m2"],
+            },
+            Case {
+                name: "and the budget caps too",
+                lists: vec![uniform("m", 1.0, 6, 9)],
+                cut: cut(Some(5), Some(25), 0),
+                expected: &["m1", "m2"],
+            },
+            // test_pack_and_fit_helpers_edges: a budget of 5 keeps only the 2-token row
+            Case {
+                name: "a tiny page keeps only what fits",
+                lists: vec![list(1.0, vec![sized("big", 10), sized("small", 1)])],
+                cut: cut(None, Some(5), 0),
+                expected: &["small"],
+            },
+            // test_fusion.py quota cases
+            Case {
+                name: "quota is a no-op when RRF is already balanced",
+                lists: vec![uniform("m", 1.0, 3, 1), uniform("l", 1.0, 3, 1)],
+                cut: cut(Some(4), None, 1),
+                expected: &["m1", "l1", "m2", "l2"],
+            },
+            Case {
+                name: "quota 0 is the plain top n",
+                lists: vec![uniform("m", 3.0, 5, 1), uniform("l", 1.0, 3, 1)],
+                cut: cut(Some(3), None, 0),
+                expected: &["m1", "m2", "m3"],
+            },
+            Case {
+                name: "quota rescues a down-weighted store",
+                lists: vec![uniform("m", 3.0, 5, 1), uniform("l", 1.0, 3, 1)],
+                cut: cut(Some(3), None, 1),
+                expected: &["m1", "m2", "l1"],
+            },
+            Case {
+                name: "quota seats every store when n allows",
+                lists: vec![
+                    uniform("a", 3.0, 3, 1),
+                    uniform("b", 2.0, 3, 1),
+                    uniform("c", 1.0, 3, 1),
+                ],
+                cut: cut(Some(3), None, 1),
+                expected: &["a1", "b1", "c1"],
+            },
+            Case {
+                name: "quota is best effort when there are too few seats",
+                lists: vec![
+                    uniform("a", 3.0, 3, 1),
+                    uniform("b", 2.0, 3, 1),
+                    uniform("c", 1.0, 3, 1),
+                ],
+                cut: cut(Some(2), None, 1),
+                expected: &["a1", "b1"],
+            },
+            Case {
+                name: "two seats each",
+                lists: vec![uniform("m", 3.0, 5, 1), uniform("l", 1.0, 3, 1)],
+                cut: cut(Some(4), None, 2),
+                expected: &["m1", "m2", "l1", "l2"],
+            },
+            // test_trim_with_quota_helper_edges: len <= n is a no-op
+            Case {
+                name: "fewer rows than n are all kept",
+                lists: vec![uniform("m", 3.0, 2, 1), uniform("l", 1.0, 1, 1)],
+                cut: cut(Some(5), None, 2),
+                expected: &["m1", "m2", "l1"],
+            },
+        ];
+        for case in cases {
+            let packet = rank(case.lists, &case.cut);
+            assert_eq!(ids(&packet), case.expected, "{}", case.name);
+            if let Some(budget) = case.cut.budget {
+                let cost = packet_cost(packet.iter().map(|f| &f.hit));
+                assert!(cost <= budget, "{}: {cost} > {budget}", case.name);
             }
-            fits
-        })
-        .collect();
-    (kept, Some(left))
+        }
+    }
+
+    // test_no_budget_is_the_row_count_trim
+    #[test]
+    fn no_page_is_the_row_trim() {
+        let lists = || vec![uniform("m", 2.0, 8, 30), uniform("l", 1.0, 8, 30)];
+        let trimmed = rank(lists(), &cut(Some(5), None, 1));
+        let plain_seats = select(fuse(lists(), 60, usize::MAX), &cut(Some(5), None, 1));
+        assert_eq!(ids(&trimmed), ids(&plain_seats));
+        assert_eq!(ids(&trimmed), ["m1", "m2", "m3", "m4", "l1"]);
+    }
+
+    // test_the_authority_lead_still_leads_the_page
+    #[test]
+    fn the_authority_lead_still_leads_the_page() {
+        let mut facts = uniform("l", 1.0, 1, 5);
+        facts.hits[0].base_relevance = 1.0;
+        let lists = vec![uniform("m", 1.0, 6, 5), facts];
+        let cut = Cut {
+            authority_margin: 0.035,
+            ..cut(None, Some(20), 1)
+        };
+        let packet = rank(lists, &cut);
+        assert_eq!(ids(&packet), ["l1", "m1", "m2"]);
+    }
+
+    // test_pack_and_fit_helpers_edges: fitting keeps what fits and says what is left; 0 keeps
+    // nothing
+    #[test]
+    fn spending_keeps_what_fits_and_says_what_is_left() {
+        let kept = |costs: &[usize], mut left: Option<usize>| {
+            let kept: Vec<usize> = costs
+                .iter()
+                .copied()
+                .filter(|c| spend(*c, &mut left))
+                .collect();
+            (kept, left)
+        };
+        assert_eq!(kept(&[3, 10, 2, 4], Some(9)), (vec![3, 2, 4], Some(0)));
+        assert_eq!(kept(&[3, 10], Some(0)), (vec![], Some(0)));
+        assert_eq!(kept(&[3, 10], None), (vec![3, 10], None));
+    }
 }

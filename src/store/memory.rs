@@ -357,4 +357,108 @@ mod tests {
             assert!(err.contains(needle), "{needle}: {err}");
         }
     }
+
+    // test_honest_fan.py: test_a_core_brings_its_surroundings_as_marked_edges (the core's half),
+    // test_a_memory_without_surroundings_is_unchanged, test_a_core_found_through_its_episode_says_so
+    #[test]
+    fn surroundings_are_lifted_off_the_core_and_only_the_counts_stay() {
+        let body = br#"{"hits":[
+            {"id":"c1","content":"core","tier":"long","topic":"cuda","raw_distance":0.2,
+             "surroundings":{"satellites":3,"latest_satellite_at":"2025-10-19","supersedes":"old1",
+                             "superseded_by":null,
+                             "recent":[{"id":"s3","content":"third","created_at":"2025-10-19"},
+                                       {"id":7,"content":"second"},"junk"],
+                             "supersedes_entry":{"id":"old1","content":"the old core","created_at":null}},
+             "matched_via":{"id":"s3","content":"third","created_at":"2025-10-19","raw_distance":0.1}},
+            {"id":"plain","content":"no surroundings","raw_distance":0.3},
+            {"id":"odd","content":"odd","surroundings":"not an object"}
+        ]}"#;
+        let hits = memory(json!({})).decode(body, 10).unwrap();
+        let metadata = hits[0].metadata.to_map();
+        assert_eq!(
+            metadata["surroundings"],
+            json!({"satellites": 3, "latest_satellite_at": "2025-10-19", "supersedes": "old1",
+                   "superseded_by": null})
+        );
+        assert_eq!(
+            metadata["matched_via"]["id"], "s3",
+            "matched_via stays on the core"
+        );
+        let satellites = hits[0].satellites.as_deref().expect("lifted");
+        let recent: Vec<_> = satellites
+            .recent
+            .iter()
+            .map(|e| (e.id.as_str(), e.content.as_str()))
+            .collect();
+        assert_eq!(recent, [("s3", "third"), ("7", "second")]);
+        assert_eq!(satellites.recent[1].created_at, Value::Null);
+        assert_eq!(satellites.supersedes.as_ref().unwrap().id, "old1");
+        assert!(hits[1].satellites.is_none());
+        assert!(!hits[1].metadata.to_map().contains_key("surroundings"));
+        assert_eq!(hits[2].metadata.to_map()["surroundings"], "not an object");
+        assert!(hits[2].satellites.is_none());
+    }
+
+    #[test]
+    fn surroundings_are_asked_for_when_satellite_edges_are_on_unless_the_store_says() {
+        let on = super::super::Context { surroundings: true };
+        let build_with = |options: Value| {
+            let Value::Object(options) = options else {
+                unreachable!()
+            };
+            build(&Options(&options), &on).unwrap()
+        };
+        assert_eq!(
+            build_with(json!({})).request("q", 5)["with_surroundings"],
+            true
+        );
+        assert_eq!(
+            build_with(json!({"with_surroundings": false})).request("q", 5)["with_surroundings"],
+            false
+        );
+        let Value::Object(bad) = json!({"topic_search_path": "by_topic"}) else {
+            unreachable!()
+        };
+        let err = build(&Options(&bad), &on).err().unwrap();
+        assert!(err.contains("topic_search_path"), "{err}");
+    }
+
+    // test_edges.py: test_edges_appended_and_marked (the adapter's half), test_topics_and_exclude_threaded,
+    // test_honest_fan.py: test_memory_is_asked_for_no_more_than_it_accepts (the /by_topic half)
+    #[test]
+    fn topic_search_asks_like_serenmemory_and_marks_its_hits() {
+        let m = memory(json!({"include_near": false}));
+        let topics = ["cft".to_owned(), "iam".to_owned()];
+        let body = m.topic_request(&topics, 75, &["a".to_owned()]).unwrap();
+        assert_eq!(
+            body,
+            json!({"topics": ["cft", "iam"], "n_results": 50, "include_short": true,
+                   "include_near": false, "include_long": true, "include_superseded": false,
+                   "exclude_ids": ["a"]})
+        );
+        let answer = br#"{"topics":["cft"],"hits":[
+            {"id":"e1","content":"edge","tier":"near","topic":"cft, aws","matched_topics":["cft"],
+             "overlap":1,"metadata":{"source":"user","created_at":"2025"}},
+            {"id":"e2","content":"edge two","matched_topics":null}
+        ]}"#;
+        let hits = m.decode_topic(answer, 10).unwrap();
+        assert_eq!(hits.len(), 2);
+        assert_eq!(hits[0].base_relevance, 0.0);
+        assert_eq!(hits[0].raw_distance, None);
+        assert_eq!(hits[0].native_score, Some(1.0));
+        let metadata = hits[0].metadata.to_map();
+        assert_eq!(
+            metadata["source"], "topic-edge",
+            "overwrites the store's source"
+        );
+        assert_eq!(metadata["matched_topics"], json!(["cft"]));
+        assert_eq!(metadata["overlap"], 1.0);
+        assert_eq!(metadata["tier"], "near");
+        assert_eq!(metadata["created_at"], "2025");
+        assert_eq!(hits[1].metadata.to_map()["matched_topics"], json!([]));
+        let err = m
+            .decode_topic(br#"{"hits":[{"overlap":"lots"}]}"#, 10)
+            .unwrap_err();
+        assert!(err.starts_with("hits[0]") && err.contains("expected f64"), "{err}");
+    }
 }
