@@ -424,7 +424,14 @@ fn render_table(answer: &api::SearchAnswer) -> String {
         "#", "rrf", "store", "rank", "rel", "native", "d"
     );
     for (i, hit) in answer.hits.iter().enumerate() {
+        // Hop hits and edges say what they are before their text.
+        let place = seren_corpus_callosum::render::place(hit);
         let content = printable(&hit.content);
+        let content = if place.starts_with('#') {
+            content
+        } else {
+            format!("[{place}] {content}")
+        };
         let content = if content.chars().count() > 72 {
             cut(&content, 69)
         } else {
@@ -445,6 +452,10 @@ fn render_table(answer: &api::SearchAnswer) -> String {
     if answer.hits.is_empty() {
         let _ = writeln!(out, "  (no hits)");
     }
+    let _ = match answer.budget_tokens {
+        Some(budget) => writeln!(out, "tokens: {} of {budget}", answer.tokens),
+        None => writeln!(out, "tokens: {}", answer.tokens),
+    };
     let _ = writeln!(out);
     render_stores(answer, &mut out);
     out
@@ -531,6 +542,11 @@ fn check_header(config: &Config) -> String {
         TokenSource::Env(name) => format!("inbound token from ${name}"),
     };
     let _ = writeln!(out, "auth:    {auth}");
+    let _ = writeln!(
+        out,
+        "packet:  {}",
+        config.federation.shaping.describe().join("; ")
+    );
     if let Some(why) = &config.server.token_error {
         let _ = writeln!(out, "error:   {why}; serve refuses to start");
     }

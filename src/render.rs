@@ -41,8 +41,9 @@ pub fn compact(answer: &SearchAnswer) -> String {
     out
 }
 
-/// Where a hit stands: its rank, or which hop found it, or what it is the edge of.
-fn place(hit: &Hit) -> String {
+/// Where a hit stands: `#rank`, or which hop found it (`hop 2 #3`), or what it is the edge of
+/// (`satellite of m1`, `superseded by m1`, `topic edge (cuda, xavier)`).
+pub fn place(hit: &Hit) -> String {
     let metadata = hit.metadata.to_map();
     let text = |key: &str| match metadata.get(key) {
         Some(Value::String(s)) => s.clone(),

@@ -459,6 +459,9 @@ mod tests {
         let err = m
             .decode_topic(br#"{"hits":[{"overlap":"lots"}]}"#, 10)
             .unwrap_err();
-        assert!(err.starts_with("hits[0]") && err.contains("expected f64"), "{err}");
+        assert!(
+            err.starts_with("hits[0]") && err.contains("expected f64"),
+            "{err}"
+        );
     }
 }

@@ -14,4 +14,5 @@ mod load;
 mod manifests;
 mod mcp;
 mod overlay;
+mod packet;
 mod rest;

@@ -41,6 +41,11 @@ pub enum Behaviour {
     Raw(&'static str),
     /// Wait this long, then answer the JSON.
     Slow(Duration, Value),
+    /// By request path: the first entry whose path matches; 404 for any other path.
+    Paths(Vec<(&'static str, Behaviour)>),
+    /// By query: the hits of the first entry whose words the request's `query` contains (`""`
+    /// matches any).
+    ByQuery(Vec<(&'static str, Value)>),
 }
 
 /// One request a stub store received.
@@ -146,7 +151,28 @@ async fn stub_answer(
             .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
             .collect(),
     });
-    match state.behaviour {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    answer(state.behaviour, uri.path(), &body).await
+}
+
+async fn answer(behaviour: Behaviour, path: &str, body: &Value) -> Response {
+    match behaviour {
+        Behaviour::ByQuery(entries) => {
+            let query = body["query"].as_str().unwrap_or("");
+            let hits = entries
+                .into_iter()
+                .find(|(words, _)| query.contains(words))
+                .map_or(json!([]), |(_, hits)| hits);
+            axum::Json(json!({ "hits": hits })).into_response()
+        }
+        Behaviour::Paths(paths) => match paths.into_iter().find(|(p, _)| *p == path) {
+            Some((_, behaviour)) => Box::pin(answer(behaviour, path, body)).await,
+            None => (
+                StatusCode::NOT_FOUND,
+                axum::Json(json!({"detail": "no route"})),
+            )
+                .into_response(),
+        },
         Behaviour::Json(value) => axum::Json(value).into_response(),
         Behaviour::Status(code) => (
             StatusCode::from_u16(code).unwrap(),
