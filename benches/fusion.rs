@@ -201,6 +201,101 @@ struct MemoryHit {
     matched_via: Option<Value>,
 }
 
+/// The packet table: fusion with the 5.3.0 shaping on (the authority lead, a seat per store, a
+/// token page) over 64 stores x 100 hits, beside plain RRF through the same entry point. False
+/// when a page costs more than its budget or comes back empty.
+fn packet_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
+    use seren_corpus_callosum::packet::{self, Cut, page::packet_cost};
+    let plain = Cut {
+        k: K,
+        rows: Some(N),
+        budget: None,
+        authority_margin: 0.0,
+        min_per_store: 0,
+    };
+    let cases = [
+        ("plain RRF, n 10", plain),
+        (
+            "quota 1, n 10",
+            Cut {
+                min_per_store: 1,
+                ..plain
+            },
+        ),
+        (
+            "authority + quota 1 + page 800",
+            Cut {
+                rows: None,
+                budget: Some(800),
+                authority_margin: 0.035,
+                min_per_store: 1,
+                ..plain
+            },
+        ),
+        (
+            "authority + quota 1 + page 8000",
+            Cut {
+                rows: None,
+                budget: Some(8000),
+                authority_margin: 0.035,
+                min_per_store: 1,
+                ..plain
+            },
+        ),
+    ];
+    let input = lists(64, 100);
+    println!();
+    println!(
+        "the packet over 64 stores x 100 hits (packet::rank: fuse, then authority, seats, page):"
+    );
+    println!(
+        "{:<34} {:>5} {:>7} {:>7} {:>9} {:>9} {:>9}  target",
+        "cut", "rows", "tokens", "calls", "median", "p99", "min"
+    );
+    let mut ok = true;
+    for (name, cut) in cases {
+        let packet = packet::rank(input.clone(), &cut);
+        let tokens = packet_cost(packet.iter().map(|f| &f.hit));
+        if packet.is_empty() || cut.budget.is_some_and(|b| tokens > b) {
+            println!("FAILED {name}: {} rows, {tokens} tokens", packet.len());
+            ok = false;
+            continue;
+        }
+        for _ in 0..warmup.min(200) {
+            black_box(packet::rank(black_box(input.clone()), &cut));
+        }
+        let mut times = Vec::with_capacity(iterations);
+        let began = Instant::now();
+        while times.len() < iterations && began.elapsed() < bound {
+            let copy = input.clone();
+            let start = Instant::now();
+            let packet = packet::rank(black_box(copy), &cut);
+            let took = start.elapsed();
+            black_box(&packet);
+            drop(packet);
+            times.push(took);
+        }
+        times.sort_unstable();
+        let median = percentile(&times, 50.0);
+        println!(
+            "{:<34} {:>5} {:>7} {:>7} {:>9.1} {:>9.1} {:>9.1}  < 1000 us: {}",
+            name,
+            packet.len(),
+            tokens,
+            times.len(),
+            us(median),
+            us(percentile(&times, 99.0)),
+            us(times[0]),
+            if us(median) < 1000.0 {
+                "meets"
+            } else {
+                "misses"
+            }
+        );
+    }
+    ok
+}
+
 /// The decode table; false when a decode answers wrongly.
 fn decode_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
     let memory = memory_body();
@@ -390,6 +485,7 @@ fn main() -> ExitCode {
         "(microseconds per call; the input copy is made outside the timed region; input drop: the \
          median time to free one copy of the input, unfused, which fuse also pays as it discards)"
     );
+    ok &= packet_table(warmup, iterations, bound);
     ok &= decode_table(warmup, iterations, bound);
     println!("(microseconds per call)");
     if ok {

@@ -89,13 +89,9 @@ struct Key {
     rank: u32,
 }
 
-/// Fuses the lists with weighted RRF and keeps the best `n`.
-///
-/// Order: score descending; ties go to the list earlier in the input, then to the lower rank. The
-/// key is total (no two hits share a list and a rank), so the result never depends on the sort's
-/// stability or on float quirks (scores compare with `total_cmp`).
-pub fn fuse(lists: Vec<RankedList>, k: u32, n: usize) -> Vec<Fused> {
-    let mut lists: Vec<(f64, Vec<Hit>)> = lists
+/// Floors every list and scores every hit that is left: the lists, and one key per hit.
+fn keyed(lists: Vec<RankedList>, k: u32) -> (Vec<(f64, Vec<Hit>)>, Vec<Key>) {
+    let lists: Vec<(f64, Vec<Hit>)> = lists
         .into_iter()
         .map(|list| (list.weight, apply_floor(list.hits, list.floor)))
         .collect();
@@ -112,6 +108,16 @@ pub fn fuse(lists: Vec<RankedList>, k: u32, n: usize) -> Vec<Fused> {
             });
         }
     }
+    (lists, keys)
+}
+
+/// Fuses the lists with weighted RRF and keeps the best `n`.
+///
+/// Order: score descending; ties go to the list earlier in the input, then to the lower rank. The
+/// key is total (no two hits share a list and a rank), so the result never depends on the sort's
+/// stability or on float quirks (scores compare with `total_cmp`).
+pub fn fuse(lists: Vec<RankedList>, k: u32, n: usize) -> Vec<Fused> {
+    let (mut lists, mut keys) = keyed(lists, k);
     if n == 0 {
         return Vec::new();
     }
@@ -132,6 +138,119 @@ pub fn fuse(lists: Vec<RankedList>, k: u32, n: usize) -> Vec<Fused> {
             }
         })
         .collect()
+}
+
+/// A hit's place in the fused order: its list, its rank there, its score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Place {
+    /// Index of the hit's list in the input.
+    pub list: usize,
+    /// 1-based rank within its list, after the floor.
+    pub rank: usize,
+    /// `weight / (k + rank)`.
+    pub score: f64,
+}
+
+/// The fused order of every hit, sorted only as far as it is read.
+///
+/// The packet's walks (the authority lead, the seats, the page) read the order from the top and
+/// usually stop after a few dozen rows, so the keys are sorted in growing chunks as the walk goes
+/// (each chunk partitioned out of the rest, then sorted), and only the hits finally kept are
+/// moved out. Reading the whole order costs one full sort; reading the top `n` costs about what
+/// [`fuse`] does.
+pub struct Order {
+    lists: Vec<Vec<Hit>>,
+    weights: Vec<f64>,
+    k: u32,
+    keys: Vec<Key>,
+    /// `keys[..sorted]` are the best, in order.
+    sorted: usize,
+}
+
+impl Order {
+    /// Floors the lists and scores every hit.
+    pub fn new(lists: Vec<RankedList>, k: u32) -> Self {
+        let (lists, keys) = keyed(lists, k);
+        let (weights, lists) = lists.into_iter().unzip();
+        Self {
+            lists,
+            weights,
+            k,
+            keys,
+            sorted: 0,
+        }
+    }
+
+    /// The place of list `list`'s hit at `rank`, if there is one.
+    pub fn place(&self, list: usize, rank: usize) -> Option<Place> {
+        (rank >= 1 && rank <= self.lists.get(list)?.len()).then(|| Place {
+            list,
+            rank,
+            score: rrf_score(self.weights[list], self.k, rank),
+        })
+    }
+
+    /// How many lists there are.
+    pub fn lists(&self) -> usize {
+        self.lists.len()
+    }
+
+    /// How many hits there are in all.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The place of the `i`-th best hit (0-based), sorting further if the walk has got that far.
+    pub fn at(&mut self, i: usize) -> Option<Place> {
+        if i >= self.keys.len() {
+            return None;
+        }
+        while i >= self.sorted {
+            // Double what is sorted (at least 64 keys): a walk that goes deep costs a few passes
+            // over the rest, never more than about twice a full sort.
+            let chunk = self.sorted.max(64).min(self.keys.len() - self.sorted);
+            let rest = &mut self.keys[self.sorted..];
+            if chunk < rest.len() {
+                rest.select_nth_unstable_by(chunk - 1, compare);
+            }
+            rest[..chunk].sort_unstable_by(compare);
+            self.sorted += chunk;
+        }
+        let key = self.keys[i];
+        Some(Place {
+            list: key.list as usize,
+            rank: key.rank as usize,
+            score: key.score,
+        })
+    }
+
+    /// The hit at `place`.
+    pub fn hit(&self, place: Place) -> &Hit {
+        &self.lists[place.list][place.rank - 1]
+    }
+
+    /// The floored list `list`, best first.
+    pub fn list(&self, list: usize) -> &[Hit] {
+        &self.lists[list]
+    }
+
+    /// The hits at `places`, moved out in that order.
+    pub fn take(mut self, places: &[Place]) -> Vec<Fused> {
+        places
+            .iter()
+            .map(|place| Fused {
+                list: place.list,
+                rank: place.rank,
+                score: place.score,
+                hit: std::mem::replace(&mut self.lists[place.list][place.rank - 1], Hit::taken()),
+            })
+            .collect()
+    }
 }
 
 impl Hit {

@@ -25,7 +25,7 @@ pub(super) async fn prepare(
         .tempdir()
         .map_err(|e| format!("no temp dir: {e}"))?;
     let python_port = free_port().map_err(|e| format!("no free port: {e}"))?;
-    let config = write_config(dir.path(), &stubs, python_port)?;
+    let config = write_config(dir.path(), &stubs, python_port, scenario.edges)?;
     Ok((stubs, dir, python_port, config))
 }
 

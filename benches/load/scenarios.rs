@@ -19,7 +19,7 @@ pub(super) struct Args {
     /// Skip the Python reference in full mode.
     #[arg(long)]
     no_python: bool,
-    /// Run only these scenarios (throughput, added-latency, wide-fan, one-hanging, memory-flat).
+    /// Run only these scenarios (throughput, added-latency, edges-latency, wide-fan, one-hanging, memory-flat).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     only: Option<Vec<String>>,
     /// Passed by `cargo bench` to every bench binary; ignored.
@@ -70,6 +70,9 @@ pub(super) struct Scenario {
     pub(super) direct_fan: bool,
     /// Sample the callosum's RSS during the run (the memory-flatness run).
     pub(super) track_rss: bool,
+    /// Satellite and topic edges on: every search also asks each SerenMemory stub `/by_topic`
+    /// (which answers after the same latency).
+    pub(super) edges: bool,
 }
 
 pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
@@ -88,6 +91,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             one_hop: true,
             direct_fan: true,
             track_rss: false,
+            edges: false,
         },
         Scenario {
             name: "added-latency",
@@ -101,6 +105,22 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             one_hop: true,
             direct_fan: true,
             track_rss: false,
+            edges: false,
+        },
+        // added-latency with 5.3.0's edges on: the topic join is a second round trip.
+        Scenario {
+            name: "edges-latency",
+            stores: 3,
+            hanging: false,
+            latency: Duration::from_millis(20),
+            concurrency: 1,
+            requests: pick(1_000, 50),
+            warmup: pick(50, 5),
+            python_requests: 0,
+            one_hop: false,
+            direct_fan: false,
+            track_rss: false,
+            edges: true,
         },
         Scenario {
             name: "wide-fan",
@@ -114,6 +134,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             one_hop: true,
             direct_fan: false,
             track_rss: false,
+            edges: false,
         },
         Scenario {
             name: "one-hanging",
@@ -127,6 +148,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             one_hop: false,
             direct_fan: false,
             track_rss: false,
+            edges: false,
         },
         Scenario {
             name: "memory-flat",
@@ -140,6 +162,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             one_hop: true,
             direct_fan: false,
             track_rss: true,
+            edges: false,
         },
     ]
 }

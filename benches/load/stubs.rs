@@ -149,6 +149,7 @@ pub(super) fn write_config(
     dir: &Path,
     stubs: &[Stub],
     python_port: u16,
+    edges: bool,
 ) -> Result<PathBuf, String> {
     let mut stores = String::new();
     for stub in stubs {
@@ -160,7 +161,8 @@ pub(super) fn write_config(
     let yaml = CONFIG_TEMPLATE
         .replace("{{python_port}}", &python_port.to_string())
         .replace("{{per_store_timeout_s}}", &PER_STORE_TIMEOUT_S.to_string())
-        .replace("{{stores}}\n", &stores);
+        .replace("{{stores}}\n", &stores)
+        .replace("{{edges}}", if edges { "true" } else { "false" });
     let path = dir.join("seren-corpus-callosum.yaml");
     std::fs::write(&path, yaml).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path)

@@ -4,7 +4,7 @@
 //! it is off unless `authority_margin > 0`. It never overrides a deliberate weight gap: the
 //! confident hit moves to the front only when its fused score is not strictly below the leader's.
 
-use crate::fusion::{Fused, RankedList};
+use crate::fusion::{Hit, Order, Place};
 
 /// A top relevance at or above this is an exact match (SerenLoci's exact key is 1.0), confident on
 /// its own.
@@ -12,45 +12,38 @@ pub const EXACT: f64 = 0.999;
 
 /// How far a store's top hit stands above its runner-up, counted on its floored list: an exact
 /// top is confident by its own value; a lone hit below exact, or no hit, abstains.
-pub fn margin(list: &RankedList) -> Option<f64> {
-    let mut kept = list
-        .hits
-        .iter()
-        .map(|hit| hit.base_relevance)
-        .filter(|relevance| list.floor <= 0.0 || *relevance >= list.floor);
-    let top = kept.next()?;
+pub fn margin(floored: &[Hit]) -> Option<f64> {
+    let top = floored.first()?.base_relevance;
     if top >= EXACT {
         return Some(top);
     }
-    kept.next().map(|second| top - second)
+    floored.get(1).map(|second| top - second.base_relevance)
 }
 
-/// Moves the most confident store's rank-1 hit to the front of `fused`, when some store's margin
-/// reaches `threshold` (ties go to the store earlier in roster order) and the move does not go
-/// against the weights (`score >= leader - 1e-9`). Everything else keeps its order.
-pub fn promote(fused: &mut [Fused], margins: &[Option<f64>], threshold: f64) {
+/// The hit that leads instead of the fused order's first: the most confident store's rank-1 hit,
+/// when some store's margin reaches `threshold` (ties go to the store earlier in roster order),
+/// it is not already first, and leading does not go against the weights (`score >= leader -
+/// 1e-9`). Everything else keeps its order.
+pub fn lead(order: &mut Order, threshold: f64) -> Option<Place> {
     let mut best: Option<(usize, f64)> = None;
-    for (list, margin) in margins.iter().enumerate() {
-        if let Some(margin) = *margin
+    for list in 0..order.lists() {
+        if let Some(margin) = margin(order.list(list))
             && margin >= threshold
             && best.is_none_or(|(_, top)| margin > top)
         {
             best = Some((list, margin));
         }
     }
-    let Some((list, _)) = best else { return };
-    let Some(at) = fused.iter().position(|f| f.list == list && f.rank == 1) else {
-        return;
-    };
-    if at > 0 && fused[at].score >= fused[0].score - 1e-9 {
-        fused[..=at].rotate_right(1);
-    }
+    let candidate = order.place(best?.0, 1)?;
+    let leader = order.at(0)?;
+    (candidate != leader && candidate.score >= leader.score - 1e-9).then_some(candidate)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fusion::{Hit, fuse};
+    use crate::fusion::RankedList;
+    use crate::packet::{Cut, rank};
 
     fn list(weight: f64, relevances: &[f64]) -> RankedList {
         RankedList {
@@ -66,12 +59,14 @@ mod tests {
 
     /// The fused order as `list:rank` labels, a = list 0, b = list 1, ...
     fn order(lists: Vec<RankedList>, threshold: f64) -> Vec<String> {
-        let margins: Vec<_> = lists.iter().map(margin).collect();
-        let mut fused = fuse(lists, 60, usize::MAX);
-        if threshold > 0.0 {
-            promote(&mut fused, &margins, threshold);
-        }
-        fused
+        let cut = Cut {
+            k: 60,
+            rows: None,
+            budget: None,
+            authority_margin: threshold,
+            min_per_store: 0,
+        };
+        rank(lists, &cut)
             .iter()
             .map(|f| format!("{}{}", (b'a' + f.list as u8) as char, f.rank))
             .collect()
@@ -88,15 +83,14 @@ mod tests {
             (&[1.0, 0.99], Some(1.0)),
         ];
         for (relevances, expected) in cases {
-            let got = margin(&list(1.0, relevances));
+            let got = margin(&list(1.0, relevances).hits);
             match (got, expected) {
                 (Some(g), Some(e)) => assert!((g - e).abs() < 1e-12, "{relevances:?}: {g}"),
                 (g, e) => assert_eq!(g, *e, "{relevances:?}"),
             }
         }
         // Counted after the floor: the floored runner-up is no runner-up.
-        let mut floored = list(1.0, &[0.9, 0.2]);
-        floored.floor = 0.5;
+        let floored = crate::fusion::apply_floor(list(1.0, &[0.9, 0.2]).hits, 0.5);
         assert_eq!(margin(&floored), None);
     }
 
@@ -113,8 +107,7 @@ mod tests {
         assert_eq!(
             lists
                 .iter()
-                .map(margin)
-                .map(|m| m.map(|m| (m * 10.0).round() / 10.0))
+                .map(|l| margin(&l.hits).map(|m| (m * 10.0).round() / 10.0))
                 .collect::<Vec<_>>(),
             margins
         );

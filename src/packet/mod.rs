@@ -15,7 +15,7 @@ pub mod edges;
 pub mod hops;
 pub mod page;
 
-use crate::fusion::{self, Fused, RankedList};
+use crate::fusion::{self, Fused, Order, RankedList};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -197,12 +197,14 @@ pub fn rank(lists: Vec<RankedList>, cut: &Cut) -> Vec<Fused> {
     if cut.is_plain() {
         return fusion::fuse(lists, cut.k, cut.rows.unwrap_or(usize::MAX));
     }
-    let margins: Vec<Option<f64>> = lists.iter().map(authority::margin).collect();
-    let mut fused = fusion::fuse(lists, cut.k, usize::MAX);
-    if cut.authority_margin > 0.0 {
-        authority::promote(&mut fused, &margins, cut.authority_margin);
-    }
-    page::select(fused, cut)
+    let mut order = Order::new(lists, cut.k);
+    let lead = if cut.authority_margin > 0.0 {
+        authority::lead(&mut order, cut.authority_margin)
+    } else {
+        None
+    };
+    let chosen = page::choose(&mut order, lead, cut);
+    order.take(&chosen)
 }
 
 /// The ids already in a packet: a hop or an edge never repeats one.
@@ -257,7 +259,7 @@ mod tests {
         let hit = (0usize..240, 0.0f64..=1.0);
         let list = (
             prop::sample::select(vec![0.5, 1.0, 2.0]),
-            prop::collection::vec(hit, 0..16),
+            prop::collection::vec(hit, 0..48),
         );
         prop::collection::vec(list, 1..5).prop_map(|lists| {
             lists
@@ -290,7 +292,98 @@ mod tests {
         small.iter().all(|x| big.any(|y| y == x))
     }
 
+    /// The packet the slow way, as 5.3.0 writes it: the whole fused order, the lead moved to the
+    /// front, then the reserve and fill passes over it. An oracle for the lazy walk.
+    fn naive(lists: Vec<RankedList>, cut: &Cut) -> Vec<(usize, usize)> {
+        let floored: Vec<Vec<Hit>> = lists
+            .iter()
+            .map(|l| crate::fusion::apply_floor(l.hits.clone(), l.floor))
+            .collect();
+        let mut fused = crate::fusion::fuse(lists, cut.k, usize::MAX);
+        if cut.authority_margin > 0.0 {
+            let mut best: Option<(usize, f64)> = None;
+            for (list, hits) in floored.iter().enumerate() {
+                let margin = match hits.as_slice() {
+                    [] => None,
+                    [top, ..] if top.base_relevance >= 0.999 => Some(top.base_relevance),
+                    [_] => None,
+                    [top, second, ..] => Some(top.base_relevance - second.base_relevance),
+                };
+                if let Some(m) = margin
+                    && m >= cut.authority_margin
+                    && best.is_none_or(|(_, b)| m > b)
+                {
+                    best = Some((list, m));
+                }
+            }
+            if let Some((list, _)) = best
+                && let Some(at) = fused.iter().position(|f| f.list == list && f.rank == 1)
+                && at > 0
+                && fused[at].score >= fused[0].score - 1e-9
+            {
+                let lead = fused.remove(at);
+                fused.insert(0, lead);
+            }
+        }
+        let cap = cut.rows.unwrap_or(usize::MAX);
+        let mut left = cut.budget.unwrap_or(usize::MAX);
+        let cost = |f: &Fused| cut.budget.map_or(0, |_| page::row_cost(&f.hit));
+        let mut chosen = vec![false; fused.len()];
+        let mut count = 0;
+        let mut seats = std::collections::HashMap::new();
+        if cut.min_per_store > 0 {
+            for (i, f) in fused.iter().enumerate() {
+                if count >= cap {
+                    break;
+                }
+                let seat = seats.entry(f.list).or_insert(0);
+                if *seat < cut.min_per_store && cost(f) <= left {
+                    *seat += 1;
+                    left -= cost(f);
+                    chosen[i] = true;
+                    count += 1;
+                }
+            }
+        }
+        for (i, f) in fused.iter().enumerate() {
+            if count >= cap {
+                break;
+            }
+            if !chosen[i] && cost(f) <= left {
+                left -= cost(f);
+                chosen[i] = true;
+                count += 1;
+            }
+        }
+        fused
+            .iter()
+            .zip(chosen)
+            .filter(|(_, c)| *c)
+            .map(|(f, _)| (f.list, f.rank))
+            .collect()
+    }
+
     proptest! {
+        #[test]
+        fn the_lazy_walk_agrees_with_the_whole_order(
+            lists in lists_strategy(),
+            budget in prop::option::of(1usize..600),
+            rows in prop::option::of(1usize..30),
+            min_per_store in 0usize..3,
+            authority_margin in prop::sample::select(vec![0.0, 0.035, 0.3]),
+            floor in prop::sample::select(vec![0.0, 0.4]),
+        ) {
+            let mut lists = lists;
+            for list in &mut lists {
+                list.floor = floor;
+            }
+            if let Some(first) = lists.first_mut().and_then(|l| l.hits.first_mut()) {
+                first.base_relevance = 1.0; // an exact key now and then leads
+            }
+            let cut = Cut { k: 60, rows: rows.or(Some(10)).filter(|_| budget.is_none()).or(rows), budget, authority_margin, min_per_store };
+            prop_assert_eq!(keys(&rank(lists.clone(), &cut)), naive(lists, &cut));
+        }
+
         #[test]
         fn a_page_never_costs_more_than_its_budget_and_keeps_fused_order(
             lists in lists_strategy(),

@@ -6,7 +6,7 @@
 //! down still fill it. The output keeps fused order, so an authority lead stays first.
 
 use super::Cut;
-use crate::fusion::{Fused, Hit};
+use crate::fusion::{Hit, Order, Place};
 
 /// Characters per estimated token.
 pub const CHARS_PER_TOKEN: usize = 4;
@@ -29,6 +29,18 @@ pub fn row_cost(hit: &Hit) -> usize {
     est_tokens(&hit.content) + 1 + via
 }
 
+/// The least a row can cost, from its text's length alone: a character is at most 4 bytes, so the
+/// text has at least a quarter of its bytes in characters; the episode it was found through only
+/// adds. Never more than [`row_cost`].
+fn cost_floor(hit: &Hit) -> usize {
+    hit.content
+        .len()
+        .div_ceil(4)
+        .div_ceil(CHARS_PER_TOKEN)
+        .max(1)
+        + 1
+}
+
 /// What a whole packet costs.
 pub fn packet_cost<'a>(hits: impl IntoIterator<Item = &'a Hit>) -> usize {
     hits.into_iter().map(row_cost).sum()
@@ -38,71 +50,105 @@ pub fn packet_cost<'a>(hits: impl IntoIterator<Item = &'a Hit>) -> usize {
 /// than this is full.
 const MIN_ROW: usize = 2;
 
-/// The rows of `fused` that make the packet, in fused order: seats first, then the fill, under
-/// the row cap and the page.
-pub fn select(fused: Vec<Fused>, cut: &Cut) -> Vec<Fused> {
-    let cap = cut.rows.unwrap_or(usize::MAX);
-    if cut.budget.is_none() && (cut.min_per_store == 0 || fused.len() <= cap) {
-        let mut fused = fused;
-        fused.truncate(cap);
-        return fused;
-    }
-    let costs: Vec<usize> = match cut.budget {
-        Some(_) => fused.iter().map(|f| row_cost(&f.hit)).collect(),
-        None => vec![0; fused.len()],
-    };
-    let chosen = choose(
-        fused.iter().map(|f| f.list),
-        &costs,
-        cap,
-        cut.min_per_store,
-        cut.budget,
-    );
-    fused
-        .into_iter()
-        .zip(chosen)
-        .filter_map(|(row, kept)| kept.then_some(row))
-        .collect()
+/// The packet's rows, in the order they are read: `lead` first (the authority lead, if any), then
+/// the fused order without it. Each pass walks it afresh, sorting `order` only as deep as it goes.
+struct Walk {
+    lead: Option<Place>,
+    next: usize,
+    led: bool,
 }
 
-/// The reserve and fill passes over rows given as (store, cost), in fused order.
-fn choose(
-    stores: impl Iterator<Item = usize>,
-    costs: &[usize],
-    cap: usize,
-    min_per_store: usize,
-    budget: Option<usize>,
-) -> Vec<bool> {
-    let stores: Vec<usize> = stores.collect();
-    let mut chosen = vec![false; stores.len()];
-    let mut taken = 0;
+impl Walk {
+    fn new(lead: Option<Place>) -> Self {
+        Self {
+            lead,
+            next: 0,
+            led: false,
+        }
+    }
+
+    fn next(&mut self, order: &mut Order) -> Option<Place> {
+        if !self.led {
+            self.led = true;
+            if self.lead.is_some() {
+                return self.lead;
+            }
+        }
+        loop {
+            let place = order.at(self.next)?;
+            self.next += 1;
+            if Some(place) != self.lead {
+                return Some(place);
+            }
+        }
+    }
+}
+
+/// The places of the rows that make the packet, in reading order (`lead` first, then fused
+/// order): each store's seats first, then the fill, under the row cap and the page.
+pub fn choose(order: &mut Order, lead: Option<Place>, cut: &Cut) -> Vec<Place> {
+    let cap = cut.rows.unwrap_or(usize::MAX);
+    let budget = cut.budget;
+    // (reading position, place) of every row taken.
+    let mut chosen: Vec<(usize, Place)> = Vec::new();
+    let mut taken: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
     let mut left = budget.unwrap_or(usize::MAX);
-    let fits = |cost: usize, left: usize| budget.is_none() || cost <= left;
-    if min_per_store > 0 {
-        let mut seats = vec![0usize; stores.iter().max().map_or(0, |m| m + 1)];
-        for (i, &store) in stores.iter().enumerate() {
-            if taken >= cap || left < MIN_ROW {
-                break;
+    // On a page, no row costs less than the cheapest row's floor: once less is left, it is full,
+    // and a walk need not read the rest of the order to find that nothing fits.
+    let cheapest = match budget {
+        Some(_) => (0..order.lists())
+            .flat_map(|list| order.list(list))
+            .map(cost_floor)
+            .min()
+            .unwrap_or(MIN_ROW),
+        None => 0,
+    };
+    let full = |chosen: &Vec<(usize, Place)>, left: usize| {
+        chosen.len() >= cap || (budget.is_some() && left < cheapest.max(MIN_ROW))
+    };
+    // Whether a row fits what is left, and what it costs (nothing without a page). The exact
+    // count reads the text; most rows that cannot fit are told by their length alone.
+    let fits = |order: &Order, place: Place, left: usize| -> Option<usize> {
+        if budget.is_none() {
+            return Some(0);
+        }
+        let hit = order.hit(place);
+        if cost_floor(hit) > left {
+            return None;
+        }
+        Some(row_cost(hit)).filter(|&cost| cost <= left)
+    };
+    if cut.min_per_store > 0 && (budget.is_some() || order.len() > cap) {
+        let mut seats = vec![0usize; order.lists()];
+        let mut walk = Walk::new(lead);
+        let mut at = 0;
+        while !full(&chosen, left) {
+            let Some(place) = walk.next(order) else { break };
+            if seats[place.list] < cut.min_per_store
+                && let Some(cost) = fits(order, place, left)
+            {
+                seats[place.list] += 1;
+                left -= cost;
+                taken.insert((place.list, place.rank));
+                chosen.push((at, place));
             }
-            if seats[store] < min_per_store && fits(costs[i], left) {
-                seats[store] += 1;
-                chosen[i] = true;
-                taken += 1;
-                left = left.saturating_sub(costs[i]);
-            }
+            at += 1;
         }
     }
-    for i in 0..stores.len() {
-        if taken >= cap || left < MIN_ROW {
-            break;
+    let mut walk = Walk::new(lead);
+    let mut at = 0;
+    while !full(&chosen, left) {
+        let Some(place) = walk.next(order) else { break };
+        if !taken.contains(&(place.list, place.rank))
+            && let Some(cost) = fits(order, place, left)
+        {
+            left -= cost;
+            chosen.push((at, place));
         }
-        if !chosen[i] && fits(costs[i], left) {
-            chosen[i] = true;
-            taken += 1;
-            left = left.saturating_sub(costs[i]);
-        }
+        at += 1;
     }
-    chosen
+    chosen.sort_unstable_by_key(|(at, _)| *at);
+    chosen.into_iter().map(|(_, place)| place).collect()
 }
 
 /// Whether a row costing `cost` fits what is `left` of the page, spending it if so. `None` is no
@@ -121,7 +167,7 @@ pub fn spend(cost: usize, left: &mut Option<usize>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fusion::{RankedList, fuse};
+    use crate::fusion::{Fused, RankedList};
     use crate::metadata::Metadata;
     use crate::packet::{Cut, rank};
     use serde_json::json;
@@ -337,9 +383,10 @@ mod tests {
     fn no_page_is_the_row_trim() {
         let lists = || vec![uniform("m", 2.0, 8, 30), uniform("l", 1.0, 8, 30)];
         let trimmed = rank(lists(), &cut(Some(5), None, 1));
-        let plain_seats = select(fuse(lists(), 60, usize::MAX), &cut(Some(5), None, 1));
-        assert_eq!(ids(&trimmed), ids(&plain_seats));
         assert_eq!(ids(&trimmed), ["m1", "m2", "m3", "m4", "l1"]);
+        // Budget None and a page that holds everything agree.
+        let paged = rank(lists(), &cut(Some(5), Some(100_000), 1));
+        assert_eq!(ids(&trimmed), ids(&paged));
     }
 
     // test_the_authority_lead_still_leads_the_page

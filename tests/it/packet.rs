@@ -676,3 +676,57 @@ async fn a_config_with_bad_knobs_says_every_one() {
         assert!(stderr.contains(needle), "{needle}: {stderr}");
     }
 }
+
+/// Tokens per packet, JSON text block against compact, on the demo's sample stores with 5.3.0's
+/// packet (BENCHMARKS.md quotes what this prints; run with `--nocapture`).
+#[tokio::test]
+async fn the_compact_text_costs_a_fraction_of_the_json_on_the_demo() {
+    use seren_corpus_callosum::demo;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let _stop = shutdown.clone().drop_guard();
+    let memory = demo::spawn_memory_store(shutdown.clone()).await.unwrap();
+    let loci = demo::spawn_loci_store(shutdown.clone()).await.unwrap();
+    let yaml = with_knobs(
+        config_yaml(&[
+            ("episodic", "seren_memory", &memory.url, ""),
+            ("facts", "seren_loci", &loci.url, ""),
+        ]),
+        "authority_margin: 0.035\nmin_per_store: 1\nedges_enabled: true\nsatellite_edges_enabled: true",
+    );
+    let callosum = Callosum::start(&yaml).await;
+    let client = http_client(&callosum.url, None).await.unwrap();
+    let tokens = |text: &str| text.chars().count().div_ceil(4);
+    let (mut json_total, mut compact_total) = (0, 0);
+    for query in [
+        "cuda xavier",
+        "backup",
+        "wren release",
+        "jetpack reflash",
+        "kyoto ryokan",
+    ] {
+        let json_result = call(&client, "search", json!({"query": query, "format": "json"})).await;
+        let compact_result = call(
+            &client,
+            "search",
+            json!({"query": query, "format": "compact"}),
+        )
+        .await;
+        let (answer, json_text) = compact_text(&json_result);
+        let (_, compact) = compact_text(&compact_result);
+        let (j, c) = (tokens(&json_text), tokens(&compact));
+        println!(
+            "tokens per packet: {query:?}: {} hits, content {} tokens; json {j}, compact {c} ({:.2}x)",
+            answer["hits"].as_array().unwrap().len(),
+            answer["tokens"],
+            j as f64 / c as f64
+        );
+        json_total += j;
+        compact_total += c;
+    }
+    println!("tokens per packet, all five: json {json_total}, compact {compact_total}");
+    assert!(
+        compact_total * 2 < json_total,
+        "{compact_total} vs {json_total}"
+    );
+    client.cancel().await.unwrap();
+}

@@ -96,16 +96,17 @@ impl StubStore {
         }
     }
 
-    /// A store that answers `/search` (and `/by_topic`, empty) with `body` after `latency`, as
-    /// cheaply as it can: no capture, no parse, the bytes as given. The load bench's stores.
+    /// A store that answers `/search` with `body` (and `/by_topic` with no hits) after
+    /// `latency`, as cheaply as it can: no capture, no parse, the bytes as given. The load bench's
+    /// stores.
     pub async fn canned(body: Bytes, latency: Duration) -> Self {
+        let no_hits = Bytes::from_static(br#"{"hits":[]}"#);
         let router = Router::new()
-            .route("/search", post(canned_answer))
+            .route("/search", post(canned_answer).with_state((body, latency)))
             .route(
                 "/by_topic",
-                post(|| async { ([("content-type", "application/json")], r#"{"hits":[]}"#) }),
-            )
-            .with_state((body, latency));
+                post(canned_answer).with_state((no_hits, latency)),
+            );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let stop = CancellationToken::new();
