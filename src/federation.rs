@@ -109,47 +109,13 @@ impl Federation {
         let fan = self.roster.fan();
         let fans = if shaping.hops_on() { shaping.hops } else { 1 };
         let below = self.below(&fan, chain, fans);
-        let results = self.fan_out(&fan, query, ask, (chain, &below)).await;
+        let chains = (chain, &below);
+        let results = self.fan_out(&fan, query, ask, chains).await;
         let mut first = Round::collect(&fan, results);
-        let mut rows = first.rank(&cut);
-        let mut seen: Seen = rows.iter().map(|row| row.hit.id.clone()).collect();
-        let mut left =
-            budget.map(|budget| budget.saturating_sub(packet_cost(rows.iter().map(|r| &r.hit))));
-        if shaping.hops_on() && !rows.is_empty() {
-            let hopped = self
-                .hop(
-                    &fan,
-                    query,
-                    &rows,
-                    &cut,
-                    ask,
-                    (chain, &below),
-                    &mut seen,
-                    &mut left,
-                )
-                .await;
-            rows.extend(hopped);
-        }
-        let satellite_budget = if shaping.satellites_on() {
-            shaping.satellite_budget
-        } else {
-            0
-        };
-        let satellites = edges::satellites(&mut rows, satellite_budget, &mut seen, &mut left);
-        rows.extend(satellites);
-        if shaping.topics_on() {
-            let topic_edges = self
-                .topic_edges(
-                    &fan,
-                    &first.answered,
-                    &rows,
-                    shaping.edge_budget,
-                    &below,
-                    &mut left,
-                )
-                .await;
-            rows.extend(topic_edges);
-        }
+        let rows = first.rank(&cut);
+        let rows = self
+            .follow(&fan, query, rows, &first.answered, (&cut, ask), chains)
+            .await;
         let tokens = packet_cost(rows.iter().map(|row| &row.hit));
         Ok(SearchAnswer {
             query: query.to_owned(),
@@ -160,6 +126,53 @@ impl Federation {
             failed: first.failed,
             skipped: fan.skipped(),
         })
+    }
+
+    /// What follows the first round's ranked `rows` [5.3]: hop hits, then satellite and
+    /// supersedes edges, then topic edges, each fitted to what is left of the page.
+    async fn follow(
+        &self,
+        fan: &Fan,
+        query: &str,
+        mut rows: Vec<Row>,
+        answered: &[String],
+        (cut, ask): (&Cut, usize),
+        chains: (&Chain, &Chain),
+    ) -> Vec<Row> {
+        let shaping = &self.config().federation.shaping;
+        let mut seen: Seen = rows.iter().map(|row| row.hit.id.clone()).collect();
+        let mut left = cut
+            .budget
+            .map(|budget| budget.saturating_sub(packet_cost(rows.iter().map(|r| &r.hit))));
+        if shaping.hops_on() && !rows.is_empty() {
+            let round = Hop {
+                fan,
+                query,
+                cut,
+                ask,
+                chains,
+            };
+            let hopped = self.hop(&round, &rows, &mut seen, &mut left).await;
+            rows.extend(hopped);
+        }
+        let satellite_budget = if shaping.satellites_on() {
+            shaping.satellite_budget
+        } else {
+            0
+        };
+        let satellites = edges::satellites(&mut rows, satellite_budget, &mut seen, &mut left);
+        rows.extend(satellites);
+        if shaping.topics_on() {
+            let stores = fan
+                .bound
+                .iter()
+                .filter(|b| b.remote.has_topics() && answered.contains(&b.name));
+            let topic_edges = self
+                .topic_edges(stores, &rows, shaping.edge_budget, chains.1, &mut left)
+                .await;
+            rows.extend(topic_edges);
+        }
+        rows
     }
 
     /// The chain every store call of this search carries on: this callosum added, and the call
@@ -175,15 +188,10 @@ impl Federation {
     /// Rounds 2 and on [5.3]: each fans a bridge query made of the query and the last round's
     /// best hits, and keeps the hits the packet has not seen. Calls are recorded in health like
     /// any other; they do not change who answered the search.
-    #[allow(clippy::too_many_arguments)]
     async fn hop(
         &self,
-        fan: &Fan,
-        query: &str,
+        round: &Hop<'_>,
         packet: &[Row],
-        cut: &Cut,
-        ask: usize,
-        chains: (&Chain, &Chain),
         seen: &mut Seen,
         left: &mut Option<usize>,
     ) -> Vec<Row> {
@@ -195,10 +203,12 @@ impl Federation {
             if room == 0 || left.is_some_and(|left| left < 2) {
                 break;
             }
-            let bridge = hops::bridge(query, &frontier, shaping.hop_terms);
-            let results = self.fan_out(fan, &bridge, ask, chains).await;
-            let round = Round::collect(fan, results).rank(cut);
-            let new = hops::keep_new(round, hop, &bridge, room, seen, left);
+            let bridge = hops::bridge(round.query, &frontier, shaping.hop_terms);
+            let results = self
+                .fan_out(round.fan, &bridge, round.ask, round.chains)
+                .await;
+            let ranked = Round::collect(round.fan, results).rank(round.cut);
+            let new = hops::keep_new(ranked, hop, &bridge, room, seen, left);
             if new.is_empty() {
                 break;
             }
@@ -213,8 +223,7 @@ impl Federation {
     /// entry, and is not recorded in health (5.3.0 keeps these calls silent too).
     async fn topic_edges(
         &self,
-        fan: &Fan,
-        answered: &[String],
+        stores: impl Iterator<Item = &Arc<Bound>>,
         rows: &[Row],
         budget: usize,
         chain: &Chain,
@@ -225,10 +234,6 @@ impl Federation {
             return Vec::new();
         }
         let exclude: Vec<String> = rows.iter().map(|row| row.hit.id.clone()).collect();
-        let stores = fan
-            .bound
-            .iter()
-            .filter(|b| b.remote.has_topics() && answered.contains(&b.name));
         let calls = stores.map(|bound| async {
             let answer = bound
                 .remote
@@ -404,6 +409,15 @@ impl Federation {
             skipped: fan.skipped(),
         }
     }
+}
+
+/// What every hop round fans with: the same stores, query, cut, ask and chain as the first.
+struct Hop<'a> {
+    fan: &'a Fan,
+    query: &'a str,
+    cut: &'a Cut,
+    ask: usize,
+    chains: (&'a Chain, &'a Chain),
 }
 
 /// One round's answers: who answered (their lists, in roster order) and who gave nothing.
