@@ -34,8 +34,10 @@ pub fn bridge(query: &str, frontier: &[Row], hop_terms: usize) -> String {
     bridge
 }
 
-/// The hits of round `hop` the packet keeps: ids not yet seen (an empty id cannot be told apart,
-/// so it is never added), at most `room` of them, each fitting what is `left` of the page.
+/// The hits of round `hop` the packet keeps: ids the packet had not seen before this round (an
+/// empty id cannot be told apart, so it is never added), at most `room` of them, each fitting
+/// what is `left` of the page. Two stores' hits of one id in the same round are both kept, as
+/// 5.3.0 does (its seen set grows after each round; the parity test holds us to that).
 pub fn keep_new(
     round: Vec<Row>,
     hop: usize,
@@ -45,7 +47,7 @@ pub fn keep_new(
     left: &mut Option<usize>,
 ) -> Vec<Row> {
     let shown: String = bridge.chars().take(BRIDGE_SHOWN_CHARS).collect();
-    let mut kept = Vec::new();
+    let mut kept: Vec<Row> = Vec::new();
     for mut row in round {
         if kept.len() >= room {
             break;
@@ -60,9 +62,9 @@ pub fn keep_new(
         if !spend(row_cost(&row.hit), left) {
             continue;
         }
-        seen.insert(row.hit.id.clone());
         kept.push(row);
     }
+    seen.extend(kept.iter().map(|row| row.hit.id.clone()));
     kept
 }
 
@@ -137,5 +139,11 @@ mod tests {
         assert!(seen.contains("n2") && !seen.contains("n3"));
         let shown = kept[0].hit.metadata.get("hop_bridge").unwrap();
         assert_eq!(shown.as_str().unwrap().chars().count(), BRIDGE_SHOWN_CHARS);
+        // One id from two stores in the same round: both kept (5.3.0's seen set grows per round).
+        let mut other = row("n9", "x");
+        other.store = "t".into();
+        let kept = keep_new(vec![row("n9", "x"), other], 2, "q", 5, &mut seen, &mut None);
+        assert_eq!(kept.len(), 2);
+        assert!(seen.contains("n9"));
     }
 }
