@@ -730,3 +730,48 @@ async fn the_compact_text_costs_a_fraction_of_the_json_on_the_demo() {
     );
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn hop_hits_through_mcp_and_the_cli() {
+    let memory = StubStore::start(Behaviour::ByQuery(vec![
+        (
+            "m first",
+            memories(&[("m4", "m fourth"), ("m5", "m fifth")]),
+        ),
+        ("", memories(&[("m1", "m first"), ("m2", "m second")])),
+    ]))
+    .await;
+    let loci = StubStore::hits(loci_hits(&[("l1", 0.9), ("l2", 0.8)])).await;
+    let yaml = with_knobs(
+        config_yaml(&[
+            ("episodic", "seren_memory", &memory.url, ""),
+            ("facts", "seren_loci", &loci.url, ""),
+        ]),
+        "hops: 2\nhop_budget: 1",
+    );
+    let callosum = Callosum::start(&yaml).await;
+    let client = http_client(&callosum.url, None).await.unwrap();
+    let answer =
+        structured(&call(&client, "search", json!({"query": "cuda", "n_results": 2})).await);
+    assert_eq!(order(&answer), ["episodic:m1", "facts:l1", "episodic:m4"]);
+    assert_eq!(answer["hits"][2]["metadata"]["hop"], 2);
+    let (_, text) = compact_text(
+        &call(
+            &client,
+            "search",
+            json!({"query": "cuda", "n_results": 2, "format": "compact"}),
+        )
+        .await,
+    );
+    assert!(
+        text.contains("3. [episodic hop 2 #1 m4] m fourth"),
+        "{text}"
+    );
+    client.cancel().await.unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &yaml);
+    let output = run(command(&["search", "-c", &config, "-n", "2", "cuda"])).await;
+    let table = String::from_utf8(output.stdout).unwrap();
+    assert!(table.contains("[hop 2 #1] m fourth"), "{table}");
+}
