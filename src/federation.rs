@@ -140,6 +140,10 @@ impl Federation {
         chains: (&Chain, &Chain),
     ) -> Vec<Row> {
         let shaping = &self.config().federation.shaping;
+        if !(shaping.hops_on() || shaping.satellites_on() || shaping.topics_on()) {
+            // Nothing follows: a core's satellites, taken off at decode, are dropped with it.
+            return rows;
+        }
         let mut seen: Seen = rows.iter().map(|row| row.hit.id.clone()).collect();
         let mut left = cut
             .budget

@@ -86,6 +86,9 @@ impl Walk {
 
 /// The places of the rows that make the packet, in reading order (`lead` first, then fused
 /// order): each store's seats first, then the fill, under the row cap and the page.
+///
+/// One function, a little over 60 lines: the two passes share what is chosen, the seats and what
+/// is left of the page, and split they would hand all of it back and forth.
 pub fn choose(order: &mut Order, lead: Option<Place>, cut: &Cut) -> Vec<Place> {
     let cap = cut.rows.unwrap_or(usize::MAX);
     let budget = cut.budget;

@@ -99,14 +99,7 @@ impl Protocol for Memory {
                     .unwrap_or(0.0);
                 // The later of two equal keys wins: the store's own metadata wins over `tier` and
                 // `topic` (put first), and `surroundings` and `matched_via`, when given, win over it.
-                let mut entries = hit.metadata.unwrap_or_default().0;
-                entries.splice(
-                    0..0,
-                    [
-                        (Cow::Borrowed("tier"), Fragment::from(hit.tier)),
-                        (Cow::Borrowed("topic"), Fragment::from(hit.topic)),
-                    ],
-                );
+                let mut entries = with_tier_and_topic(hit.metadata, hit.tier, hit.topic);
                 // `recent` and `supersedes_entry` are lifted out whether or not edges are on,
                 // so only the counts stay on the core [5.3].
                 let (counts, satellites) = lift(hit.surroundings.filter(|v| !v.is_null()));
@@ -146,14 +139,7 @@ impl Protocol for Memory {
         Ok(hits
             .into_iter()
             .map(|hit| {
-                let mut entries = hit.metadata.unwrap_or_default().0;
-                entries.splice(
-                    0..0,
-                    [
-                        (Cow::Borrowed("tier"), Fragment::from(hit.tier)),
-                        (Cow::Borrowed("topic"), Fragment::from(hit.topic)),
-                    ],
-                );
+                let mut entries = with_tier_and_topic(hit.metadata, hit.tier, hit.topic);
                 entries.extend([
                     (
                         Cow::Borrowed("matched_topics"),
@@ -183,6 +169,24 @@ impl Protocol for Memory {
             })
             .collect())
     }
+}
+
+/// A hit's own metadata entries with `tier` and `topic` put first, so the store's own keys of
+/// those names win (the later of two equal keys wins).
+fn with_tier_and_topic<'a>(
+    metadata: Option<RawObject<'a>>,
+    tier: Option<Raw<'a>>,
+    topic: Option<Raw<'a>>,
+) -> Vec<(Cow<'a, str>, Fragment<'a>)> {
+    let mut entries = metadata.unwrap_or_default().0;
+    entries.splice(
+        0..0,
+        [
+            (Cow::Borrowed("tier"), Fragment::from(tier)),
+            (Cow::Borrowed("topic"), Fragment::from(topic)),
+        ],
+    );
+    entries
 }
 
 /// One hit of a `/by_topic` answer.
