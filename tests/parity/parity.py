@@ -49,8 +49,9 @@ def memory_search(body):
         # An id the first round already holds from another store: a hop must not add it again.
         hits[0]["id"] = "f0"
     else:
+        # Found through its oldest episode: 5.3.0 keeps the episodes newest first all the same.
         hits = [memory_hit(1, "cuda, Xavier", core_surroundings("m1"),
-                           {"id": "m1-s0", "content": "episode 0 of m1", "created_at": "2025-10-19", "raw_distance": 0.1})]
+                           {"id": "m1-s2", "content": "episode 2 of m1", "created_at": "2025-10-17", "raw_distance": 0.1})]
         hits += [memory_hit(i, "backup" if i % 2 else "cuda") for i in range(2, 8)]
         hits.append(memory_hit(8, "jetpack", core_surroundings("m8")))
     if not body.get("with_surroundings", False):
