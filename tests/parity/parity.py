@@ -53,7 +53,11 @@ def memory_search(body):
         hits = [memory_hit(1, "cuda, Xavier", core_surroundings("m1"),
                            {"id": "m1-s2", "content": "episode 2 of m1", "created_at": "2025-10-17", "raw_distance": 0.1})]
         hits += [memory_hit(i, "backup" if i % 2 else "cuda") for i in range(2, 8)]
-        hits.append(memory_hit(8, "jetpack", core_surroundings("m8")))
+        # A second core whose episodes include one of m1's and a ranked hit: an edge never repeats.
+        m8 = core_surroundings("m8")
+        m8["recent"][0]["id"] = "m1-s1"
+        m8["recent"][1]["id"] = "m2"
+        hits.append(memory_hit(8, "jetpack", m8))
     if not body.get("with_surroundings", False):
         for hit in hits:
             if hit["surroundings"]:
