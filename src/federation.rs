@@ -113,10 +113,19 @@ impl Federation {
         let results = self.fan_out(&fan, query, ask, chains).await;
         let mut first = Round::collect(&fan, results);
         let rows = first.rank(&cut);
+        let (ranked, ranked_cost) = (rows.len(), packet_cost(rows.iter().map(|r| &r.hit)));
         let rows = self
-            .follow(&fan, query, rows, &first.answered, (&cut, ask), chains)
+            .follow(
+                &fan,
+                query,
+                (rows, ranked_cost),
+                &first.answered,
+                (&cut, ask),
+                chains,
+            )
             .await;
-        let tokens = packet_cost(rows.iter().map(|row| &row.hit));
+        // What follows the ranked rows never changes them: only its own rows are counted again.
+        let tokens = ranked_cost + packet_cost(rows[ranked..].iter().map(|row| &row.hit));
         Ok(SearchAnswer {
             query: query.to_owned(),
             hits: rows.into_iter().map(Row::into_wire).collect(),
@@ -134,7 +143,7 @@ impl Federation {
         &self,
         fan: &Fan,
         query: &str,
-        mut rows: Vec<Row>,
+        (mut rows, ranked_cost): (Vec<Row>, usize),
         answered: &[String],
         (cut, ask): (&Cut, usize),
         chains: (&Chain, &Chain),
@@ -145,9 +154,7 @@ impl Federation {
             return rows;
         }
         let mut seen: Seen = rows.iter().map(|row| row.hit.id.clone()).collect();
-        let mut left = cut
-            .budget
-            .map(|budget| budget.saturating_sub(packet_cost(rows.iter().map(|r| &r.hit))));
+        let mut left = cut.budget.map(|budget| budget.saturating_sub(ranked_cost));
         if shaping.hops_on() && !rows.is_empty() {
             let round = Hop {
                 fan,
@@ -201,13 +208,15 @@ impl Federation {
     ) -> Vec<Row> {
         let shaping = &self.config().federation.shaping;
         let mut kept: Vec<Row> = Vec::new();
-        let mut frontier: Vec<Row> = packet.to_vec();
+        // Where the last round's hits start in `kept`; `None` while the frontier is the packet.
+        let mut last_round: Option<usize> = None;
         for hop in 2..=shaping.hops {
             let room = shaping.hop_budget.saturating_sub(kept.len());
             if room == 0 || left.is_some_and(|left| left < 2) {
                 break;
             }
-            let bridge = hops::bridge(round.query, &frontier, shaping.hop_terms);
+            let frontier = last_round.map_or(packet, |start| &kept[start..]);
+            let bridge = hops::bridge(round.query, frontier, shaping.hop_terms);
             let results = self
                 .fan_out(round.fan, &bridge, round.ask, round.chains)
                 .await;
@@ -216,8 +225,8 @@ impl Federation {
             if new.is_empty() {
                 break;
             }
-            kept.extend(new.iter().cloned());
-            frontier = new;
+            last_round = Some(kept.len());
+            kept.extend(new);
         }
         kept
     }
