@@ -153,10 +153,20 @@ pub struct Stores {
     pub supported_knobs: Vec<String>,
     /// The store types this service can fan.
     pub types: Vec<String>,
+    /// The `mcp` presets (`preset:` of an `mcp` store) and the tool each calls.
+    pub presets: Vec<PresetRow>,
     /// Set when the runtime overlay could not be read; adding and removing stores is refused
     /// until the file is fixed or removed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlay_error: Option<String>,
+}
+
+/// One `mcp` preset: a known MCP server's mapping, named.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PresetRow {
+    pub name: String,
+    /// The tool it calls.
+    pub tool: String,
 }
 
 /// One configured store.
@@ -519,7 +529,9 @@ pub struct NewStore {
     /// The store protocol: one of the known types (`list_stores` shows them).
     #[serde(rename = "type")]
     pub kind: String,
-    /// The store's base url, `http://` or `https://`.
+    /// The store's base url, `http://` or `https://` (an `mcp` store's: its MCP endpoint).
+    // Defaulted so that a body with a program and no url hears that the program is refused.
+    #[serde(default)]
     pub url: String,
     /// Cross-store trust: every score of this store is multiplied by it. Default 1.0.
     // The schema says "number" (not "number or null"): type arrays trip some MCP hosts.
@@ -536,4 +548,100 @@ pub struct NewStore {
     #[serde(default)]
     #[schemars(with = "String")]
     pub token: Option<String>,
+    /// `mcp` stores only: the mapping of one tool's result to ranked hits. Every key but `tool`
+    /// has a default; a `preset` fills them for a known server.
+    #[serde(flatten)]
+    pub mcp: NewMcpStore,
+}
+
+/// The keys of an `mcp` store that `POST /stores` and `add_store` take (contract §1 `mcp`). A
+/// program (`command`, `args`, `env`) is not among them: it is read only to be refused.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NewMcpStore {
+    /// `mcp`: a known server's mapping defaults: `server-memory` (the official knowledge-graph
+    /// server), `seren-loci`, `seren-memory` or `callosum`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub preset: Option<String>,
+    /// `mcp`: the tool to call (required unless a preset names it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub tool: Option<String>,
+    /// `mcp`: the argument that takes the query (default `query`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub query_arg: Option<String>,
+    /// `mcp`: the argument that takes how many hits to return (default: none, cut here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub limit_arg: Option<String>,
+    /// `mcp`: fixed extra arguments, under the query and limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `mcp`: JSON pointer to the hit array in the result (default: found by name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub hits: Option<String>,
+    /// `mcp`: JSON pointer to a hit's id (default `/id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub id: Option<String>,
+    /// `mcp`: a pointer or a `{pointer}` template for a hit's text (default `/content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub content: Option<String>,
+    /// `mcp`: JSON pointer to a hit's score (default: none; such hits pass only a floor of 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub score: Option<String>,
+    /// Refused: a program is never taken from the network.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub command: Option<serde_json::Value>,
+    /// Refused with `command`.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub args: Option<serde_json::Value>,
+    /// Refused with `command`.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub env: Option<serde_json::Value>,
+}
+
+impl NewMcpStore {
+    /// The mapping keys that were given, as store options.
+    pub fn options(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut options = serde_json::Map::new();
+        let text = [
+            ("preset", &self.preset),
+            ("tool", &self.tool),
+            ("query_arg", &self.query_arg),
+            ("limit_arg", &self.limit_arg),
+            ("hits", &self.hits),
+            ("id", &self.id),
+            ("content", &self.content),
+            ("score", &self.score),
+        ];
+        for (key, value) in text {
+            if let Some(value) = value {
+                options.insert(key.into(), value.clone().into());
+            }
+        }
+        if let Some(arguments) = &self.arguments {
+            options.insert("arguments".into(), arguments.clone().into());
+        }
+        options
+    }
+
+    /// The first program key given, if any.
+    pub fn program_key(&self) -> Option<&'static str> {
+        [
+            ("command", &self.command),
+            ("args", &self.args),
+            ("env", &self.env),
+        ]
+        .into_iter()
+        .find_map(|(key, value)| value.is_some().then_some(key))
+    }
 }

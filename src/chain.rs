@@ -19,6 +19,8 @@ pub const DEPTH_HEADER: &str = "x-seren-callosum-depth";
 pub const VIA_HEADER: &str = "x-seren-callosum-via";
 /// How many store calls the search may still cause below the callosum that receives it.
 pub const BUDGET_HEADER: &str = "x-seren-callosum-budget";
+/// The `_meta` member of an MCP tool call that carries the chain.
+pub const META_KEY: &str = "seren-corpus-callosum/chain";
 pub use crate::limits::{DEFAULT_CALL_BUDGET as DEFAULT_BUDGET, MAX_CHAIN_DEPTH as MAX_DEPTH};
 
 /// One callosum's id in a chain: random per process, so two processes never share one.
@@ -109,6 +111,26 @@ impl Chain {
         }
     }
 
+    /// The chain as MCP request `_meta` ([`META_KEY`]: the three headers by name), for a store
+    /// called through an MCP tool: a callosum reached that way reads it back with
+    /// [`Chain::from_meta`], so a loop through MCP stops as one through HTTP does.
+    pub fn meta(&self) -> serde_json::Map<String, serde_json::Value> {
+        let headers: serde_json::Map<String, serde_json::Value> = self
+            .headers()
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value.into()))
+            .collect();
+        let mut meta = serde_json::Map::new();
+        meta.insert(META_KEY.to_owned(), headers.into());
+        meta
+    }
+
+    /// Reads the chain from an MCP request's `_meta`; without it, a root.
+    pub fn from_meta(meta: &serde_json::Map<String, serde_json::Value>) -> Self {
+        let chain = meta.get(META_KEY).and_then(serde_json::Value::as_object);
+        Self::from_headers(|name| chain?.get(name)?.as_str())
+    }
+
     /// The headers to send with an outbound call.
     pub fn headers(&self) -> [(&'static str, String); 3] {
         let via: Vec<String> = self.via.iter().map(Id::to_string).collect();
@@ -148,6 +170,15 @@ mod tests {
         assert!(back.passed(id));
         assert!(!back.passed(Id(1)));
         assert_eq!(back.depth, 1);
+    }
+
+    #[test]
+    fn the_chain_round_trips_through_mcp_meta() {
+        let child = Chain::root().child(Id(0xabc), 12).child(Id(7), 3);
+        assert_eq!(Chain::from_meta(&child.meta()), child);
+        assert_eq!(Chain::from_meta(&serde_json::Map::new()), Chain::root());
+        let junk = serde_json::json!({META_KEY: {DEPTH_HEADER: 3}});
+        assert_eq!(Chain::from_meta(junk.as_object().unwrap()).depth, 0);
     }
 
     #[test]

@@ -177,7 +177,7 @@ impl Federation {
             let stores = fan
                 .bound
                 .iter()
-                .filter(|b| b.remote.has_topics() && answered.contains(&b.name));
+                .filter(|b| b.caller.has_topics() && answered.contains(&b.name));
             let topic_edges = self
                 .topic_edges(stores, &rows, shaping.edge_budget, chains.1, &mut left)
                 .await;
@@ -249,7 +249,7 @@ impl Federation {
         let exclude: Vec<String> = rows.iter().map(|row| row.hit.id.clone()).collect();
         let calls = stores.map(|bound| async {
             let answer = bound
-                .remote
+                .caller
                 .by_topic(&self.client, &topics, budget, &exclude, chain)
                 .await?;
             match answer {
@@ -329,7 +329,7 @@ impl Federation {
             }),
         };
         let started = std::time::Instant::now();
-        let result = bound.remote.search(&self.client, query, ask, chain).await;
+        let result = bound.caller.search(&self.client, query, ask, chain).await;
         // A store removed while this call was under way keeps no record (it would come back on
         // the health page, and a new store under its name would inherit it).
         if self.roster.fan().bound.iter().any(|b| b.name == bound.name) {
@@ -339,6 +339,16 @@ impl Federation {
         // The outcome is recorded: the probe is finished, not abandoned.
         std::mem::forget(probe);
         result.map_err(Unanswered::Call)
+    }
+
+    /// Starts every MCP store's session in the background, so the first search finds the
+    /// servers up (`serve` and `stdio` call it once the roster is read).
+    pub fn warm_up(&self) {
+        for bound in &self.roster.fan().bound {
+            if let store::Caller::Mcp(mcp) = &bound.caller {
+                mcp.warm();
+            }
+        }
     }
 
     /// Every store's health, as `GET /health/stores` shows it.
@@ -378,6 +388,12 @@ impl Federation {
             fetch_multiplier: federation.fetch_multiplier,
             supported_knobs: packet::KNOBS.iter().map(|&k| k.to_owned()).collect(),
             types: store::type_names().into_iter().map(str::to_owned).collect(),
+            presets: (store::mcp::preset::PRESETS.iter())
+                .map(|p| crate::api::PresetRow {
+                    name: p.name.to_owned(),
+                    tool: p.tool.to_owned(),
+                })
+                .collect(),
             overlay_error: fan.overlay_error.clone(),
         }
     }

@@ -47,3 +47,14 @@ pub const MAX_HOPS: usize = 5;
 /// The largest edge, satellite and hop-term budget accepted: SerenMemory answers at most 50 per
 /// call, and a packet is read by a model.
 pub const MAX_EDGE_BUDGET: usize = 50;
+/// How long an MCP server may take to start and answer `initialize` and `tools/list` (node and
+/// Python servers take one to five seconds). The start runs on its own, past any one search's
+/// timeout, so a slow starter comes up for a later search instead of never.
+pub const MCP_START_WAIT: Duration = Duration::from_secs(30);
+/// How long a stdio MCP server that keeps failing waits before its next start, at most. The
+/// first restart after a server that answered is immediate; each failure after that doubles the
+/// wait from half a second.
+pub const MCP_MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Lines of a stdio MCP server's stderr logged per ten seconds, at most (it goes to our log at
+/// debug; a chatty server must not flood it).
+pub const MCP_STDERR_LINES: u32 = 20;

@@ -268,6 +268,7 @@ async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<Ex
     let federation = Arc::new(Federation::new(config)?);
     let shutdown = CancellationToken::new();
     let (addr, serving) = bind_http(federation.clone(), &shutdown).await?;
+    federation.warm_up();
     let fan = federation.roster().fan();
     tracing::info!(
         config = %federation.config().path.display(),
@@ -323,6 +324,7 @@ async fn stdio(config: Config, http: bool) -> anyhow::Result<ExitCode> {
         return Ok(code);
     }
     let federation = Arc::new(Federation::new(config)?);
+    federation.warm_up();
     let shutdown = CancellationToken::new();
     let sidecar = if http {
         let (addr, serving) = bind_http(federation.clone(), &shutdown).await?;
@@ -507,7 +509,8 @@ async fn check(config: Config) -> anyhow::Result<ExitCode> {
         Ok(answer) => answer,
         Err(refusal) => anyhow::bail!("the probe search was refused: {refusal}"),
     };
-    let healthy = check_stores(&federation.stores(), &answer, &mut out);
+    let mut healthy = check_stores(&federation.stores(), &answer, &mut out);
+    healthy &= check_mcp_tools(&federation, &mut out).await;
     emit(&out)?;
     Ok(if token_error {
         ExitCode::from(EXIT_CONFIG)
@@ -583,6 +586,42 @@ fn check_stores(stores: &api::Stores, answer: &api::SearchAnswer, out: &mut Stri
     }
     if stores.stores.is_empty() {
         let _ = writeln!(out, "no stores configured");
+    }
+    healthy
+}
+
+/// For each MCP store, the server's tools and whether the configured one is there and takes the
+/// query; true when every one is.
+async fn check_mcp_tools(federation: &Federation, out: &mut String) -> bool {
+    use seren_corpus_callosum::store::{Caller, mcp::McpStore};
+    use std::fmt::Write;
+    let fan = federation.roster().fan();
+    let mut healthy = true;
+    for bound in &fan.bound {
+        let Caller::Mcp(store) = &bound.caller else {
+            continue;
+        };
+        let line = match store.check_tools().await {
+            Ok(check) => {
+                healthy &= McpStore::fits(&check);
+                let takes = match check.takes_query {
+                    Some(true) => format!("takes '{}'", check.query_arg),
+                    Some(false) => format!("does NOT take '{}' (set query_arg)", check.query_arg),
+                    None => format!("has no argument schema (sent '{}')", check.query_arg),
+                };
+                let tool = if check.has_tool {
+                    format!("'{}' is listed and {takes}", check.tool)
+                } else {
+                    format!("'{}' is NOT listed (set tool)", check.tool)
+                };
+                format!("tools: {}; {tool}", check.tools.join(", "))
+            }
+            Err(why) => {
+                healthy = false;
+                format!("tools: not listed: {why}")
+            }
+        };
+        let _ = writeln!(out, "         {}: {line}", bound.name);
     }
     healthy
 }

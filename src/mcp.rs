@@ -19,7 +19,9 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Json;
 use rmcp::model::{CallToolResult, ContentBlock};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
-use rmcp::model::{Implementation, JsonObject, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    Implementation, JsonObject, RequestMetaObject, ServerCapabilities, ServerConfig,
+};
 use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError,
@@ -166,11 +168,17 @@ fewer tokens. Read-only.",
             open_world_hint = true
         )
     )]
-    async fn search(&self, args: JsonObject) -> Result<CallToolResult, String> {
+    async fn search(
+        &self,
+        args: JsonObject,
+        meta: RequestMetaObject,
+    ) -> Result<CallToolResult, String> {
         let args: SearchToolRequest = arguments(args)?;
+        // A callosum that fans this one through MCP says where the search stands in `_meta`.
+        let chain = Chain::from_meta(&meta.0.0);
         let answer = self
             .federation
-            .search(&args.search, &Chain::root())
+            .search(&args.search, &chain)
             .await
             .map_err(refused)?;
         let format = args
@@ -191,7 +199,8 @@ fewer tokens. Read-only.",
         output_schema = output_schema::<Stores>(),
         description = "List every configured memory store: its name, type, url, weight, floor, whether \
 it is fanned (`status`: active, disabled, or skipped with a reason) and whether it was added at run \
-time (`managed`, removable with remove_store). Also the known store `types` for add_store. Read-only.",
+time (`managed`, removable with remove_store). Also the known store `types` and the mcp `presets` \
+for add_store. Read-only.",
         annotations(
             title = "List memory stores",
             read_only_hint = true,
@@ -210,8 +219,11 @@ time (`managed`, removable with remove_store). Also the known store `types` for 
         description = "Add a memory store to the fan, live: it is searched from the very next search, \
 and kept across restarts (in the runtime overlay, never in the config file). `type` is one of the types \
 list_stores shows (seren_memory for a SerenMemory, seren_loci for a SerenLoci, seren_callosum for \
-another callosum). Only changes which stores are read, never what is in them. Fails with a clear \
-message on a duplicate name, an unknown type, or a url that is not http(s).",
+another callosum, mcp for one tool of any MCP server reached at its http:// url: give a `preset` \
+(server-memory, seren-loci, seren-memory, callosum) or a `tool` and the JSON pointers that map its \
+result). A program (`command`) is never taken here. Only changes which stores are read, never what is \
+in them. Fails with a clear message on a duplicate name, an unknown type, a bad pointer, or a url that \
+is not http(s).",
         input_schema = input_schema::<NewStore>(),
         output_schema = output_schema::<Added>(),
         annotations(

@@ -7,11 +7,14 @@
 
 use crate::api::NewStore;
 use crate::api::{NameReason, Refusal, RefusalKind, StoreRow, StoreStatus};
+use crate::config::Endpoint;
 use crate::config::{Config, Invalid, RawStoreEntry, StoreEntry};
 use crate::keychain::Pointer;
 use crate::limits::KEYCHAIN_WAIT;
 use crate::overlay;
-use crate::store::{self, Remote};
+use crate::store::mcp::McpStore;
+use crate::store::mcp::client::Link;
+use crate::store::{self, Caller, Remote};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -25,7 +28,10 @@ pub struct Bound {
     pub kind: String,
     pub weight: f64,
     pub floor: f64,
-    pub remote: Remote,
+    /// The entry it was bound from: a rebuild keeps a store whose entry did not change (its MCP
+    /// session, its connections) instead of binding it again.
+    pub entry: StoreEntry,
+    pub caller: Caller,
 }
 
 /// One snapshot of the roster. Immutable: a change builds a new one.
@@ -115,7 +121,7 @@ impl Inner {
                 }
             }
         };
-        let fan = build_fan(&config, &state.entries, state.error.clone());
+        let fan = build_fan(&config, &state.entries, state.error.clone(), None);
         for skip in fan.skipped() {
             tracing::warn!(store = %skip.name, reason = %skip.reason, "store skipped");
         }
@@ -248,7 +254,10 @@ impl Inner {
     async fn rebuild(&self, entries: &[Value]) -> Fan {
         let config = self.config.clone();
         let entries = entries.to_vec();
-        let built = tokio::task::spawn_blocking(move || build_fan(&config, &entries, None)).await;
+        let before = self.fan();
+        let built =
+            tokio::task::spawn_blocking(move || build_fan(&config, &entries, None, Some(&before)))
+                .await;
         // The closure does not panic (binding reports every problem as a skip); were it to, the
         // panic is the bug to see, so it is passed on.
         built.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
@@ -357,6 +366,11 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
     let name = new.name.trim().to_owned();
     let url = new.url.trim().to_owned();
     let kind = new.kind.trim().to_owned();
+    if let Some(key) = new.mcp.program_key() {
+        return Err(Refusal::bad_request(format!(
+            "{key} is refused here: a store that runs a program can only be written in the config file, never added over the network; give an mcp store a url instead"
+        )));
+    }
     if name.is_empty() {
         return Err(Refusal::bad_request("name is required"));
     }
@@ -369,6 +383,17 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
     if store::known_options(&kind).is_none() {
         return Err(Refusal::bad_request(store::unknown_type(&kind)));
     }
+    let options = new.mcp.options();
+    if kind != store::mcp::TYPE.name
+        && let Some(key) = options.keys().next()
+    {
+        return Err(Refusal::bad_request(format!(
+            "{key} is a setting of mcp stores, not of {kind} stores"
+        )));
+    }
+    if kind == store::mcp::TYPE.name {
+        store::mcp::Spec::parse(&options).map_err(Refusal::bad_request)?;
+    }
     let raw = RawStoreEntry {
         name: Some(name),
         kind: Some(kind),
@@ -376,6 +401,7 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
         weight: new.weight,
         floor: new.floor,
         token: new.token,
+        options,
         ..RawStoreEntry::default()
     };
     match raw.check("store") {
@@ -385,8 +411,14 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
     }
 }
 
-/// Binds the config's stores then the overlay's, first name wins.
-fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) -> Fan {
+/// Binds the config's stores then the overlay's, first name wins. A store `before` had bound from
+/// the very same entry is kept as it was (an MCP server keeps running through a change of others).
+fn build_fan(
+    config: &Config,
+    overlay: &[Value],
+    overlay_error: Option<String>,
+    before: Option<&Fan>,
+) -> Fan {
     let mut fan = Fan {
         rows: Vec::new(),
         bound: Vec::new(),
@@ -408,7 +440,7 @@ fn build_fan(config: &Config, overlay: &[Value], overlay_error: Option<String>) 
     for (managed, entry) in entries {
         let row = match entry {
             Ok(entry) => {
-                let status = fan.admit(config, &entry, &mut names);
+                let status = fan.admit(config, &entry, &mut names, before);
                 row(entry, managed, status)
             }
             Err(invalid) => StoreRow {
@@ -436,7 +468,8 @@ fn overlay_entry(i: usize, value: &Value) -> Result<StoreEntry, Invalid> {
     let place = format!("runtime overlay entry {i}");
     let entry = serde_path_to_error::deserialize::<_, RawStoreEntry>(value.clone())
         .map_err(|e| crate::api::value_free(e.path(), &e.inner().to_string()))
-        .and_then(|raw| raw.check(&place));
+        .and_then(|raw| raw.check(&place))
+        .map(|checked| checked.and_then(|entry| program_refused(entry, &place)));
     entry.unwrap_or_else(|message| {
         Err(Invalid {
             name: value
@@ -450,11 +483,25 @@ fn overlay_entry(i: usize, value: &Value) -> Result<StoreEntry, Invalid> {
     })
 }
 
+/// A program comes only from the config file: an overlay entry that names one is skipped. The
+/// overlay is what the network surfaces write, so it never makes the callosum run a program.
+fn program_refused(entry: StoreEntry, place: &str) -> Result<StoreEntry, Invalid> {
+    match entry.endpoint {
+        Endpoint::Program(_) => Err(Invalid {
+            name: entry.name,
+            reason: format!(
+                "invalid entry: {place} names a command; a store that runs a program can only be written in the config file"
+            ),
+        }),
+        Endpoint::Url(_) => Ok(entry),
+    }
+}
+
 /// A checked entry as `GET /stores` lists it.
 fn row(entry: StoreEntry, managed: bool, status: StoreStatus) -> StoreRow {
     StoreRow {
         auth: entry.has_auth(),
-        url: entry.url.shown(),
+        url: entry.endpoint.shown(),
         name: entry.name,
         kind: entry.kind,
         weight: entry.weight,
@@ -474,6 +521,7 @@ impl Fan {
         config: &Config,
         entry: &StoreEntry,
         names: &mut HashSet<String>,
+        before: Option<&Fan>,
     ) -> StoreStatus {
         let cap = config.federation.max_stores;
         if !names.insert(entry.name.clone()) {
@@ -489,6 +537,15 @@ impl Fan {
         }
         if !entry.enabled {
             return StoreStatus::Disabled;
+        }
+        let kept = before.and_then(|fan| {
+            fan.bound
+                .iter()
+                .find(|bound| bound.name == entry.name && bound.entry == *entry)
+        });
+        if let Some(bound) = kept {
+            self.bound.push(bound.clone());
+            return StoreStatus::Active;
         }
         match bind(config, entry) {
             Ok(bound) => {
@@ -515,28 +572,53 @@ impl Fan {
 }
 
 fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
-    let context = store::Context {
-        surroundings: config.federation.shaping.satellites_on(),
-    };
-    let protocol = store::build(&entry.kind, &entry.options, &context)?;
-    let path = store::search_path(&entry.options)?;
     // The config's one rule (inline, keychain, env; failing closed): a pointer that leads
     // nowhere skips the store, which is never called without the token it needs.
     let token = config.store_token(entry)?;
     let timeout: Duration = entry.timeout.unwrap_or(config.federation.per_store_timeout);
+    let caller = match (&entry.endpoint, entry.kind == store::mcp::TYPE.name) {
+        (endpoint, true) => {
+            let spec = store::mcp::Spec::parse(&entry.options)?;
+            let link = match endpoint {
+                Endpoint::Url(url) => Link::Http {
+                    url: url.exact().clone(),
+                    token,
+                },
+                Endpoint::Program(_) if config.found_in_working_dir => {
+                    return Err(format!(
+                        "not started: {} was found in the working directory, and a file found there may not run programs; name it with --config or SEREN_SCC_CONFIG",
+                        config.path.display()
+                    ));
+                }
+                Endpoint::Program(program) => Link::Stdio(program.clone()),
+            };
+            Caller::Mcp(McpStore::new(&entry.name, spec, link, timeout))
+        }
+        (Endpoint::Url(url), false) => {
+            let context = store::Context {
+                surroundings: config.federation.shaping.satellites_on(),
+            };
+            let protocol = store::build(&entry.kind, &entry.options, &context)?;
+            let path = store::search_path(&entry.options)?;
+            let remote = Remote::new(url.join(&path), token, protocol, timeout);
+            Caller::Http(if store::speaks_topics(&entry.kind) {
+                remote.with_topics(url.join(&store::topic_search_path(&entry.options)?))
+            } else {
+                remote
+            })
+        }
+        // The config refuses a program for any other type.
+        (Endpoint::Program(_), false) => {
+            return Err(format!("{} stores are reached at a url", entry.kind));
+        }
+    };
     Ok(Bound {
         name: entry.name.clone(),
         kind: entry.kind.clone(),
         weight: entry.weight,
         floor: entry.floor,
-        remote: {
-            let remote = Remote::new(entry.url.join(&path), token, protocol, timeout);
-            if store::speaks_topics(&entry.kind) {
-                remote.with_topics(entry.url.join(&store::topic_search_path(&entry.options)?))
-            } else {
-                remote
-            }
-        },
+        entry: entry.clone(),
+        caller,
     })
 }
 
@@ -564,6 +646,38 @@ mod tests {
     }
 
     const TWO: &str = "federation:\n  stores:\n    - name: facts\n      type: seren_loci\n      url: http://127.0.0.1:1\n    - name: episodic\n      type: seren_memory\n      url: http://127.0.0.1:2\n      enabled: false\n    - name: weird\n      type: quantum_brain\n      url: http://127.0.0.1:3\n    - name: facts\n      type: seren_memory\n      url: http://127.0.0.1:4\n";
+
+    #[tokio::test]
+    async fn a_program_in_the_overlay_is_skipped_and_a_store_kept_across_changes_is_the_same() {
+        let (roster, _dir) = roster(
+            "federation:\n  stores:\n    - name: graph\n      type: mcp\n      url: http://127.0.0.1:9/mcp\n      tool: find\n",
+            Some(
+                r#"[{"name":"sneaky","type":"mcp","command":"sh","args":["-c","true"],"tool":"t"}]"#,
+            ),
+        );
+        let s = statuses(&roster);
+        assert_eq!(s[0], ("graph".into(), false, "active".into()));
+        assert_eq!(
+            s[1],
+            (
+                "sneaky".into(),
+                true,
+                "skipped: invalid entry: runtime overlay entry 0 names a command; a store that runs a program can only be written in the config file".into()
+            )
+        );
+        let before = roster.fan().bound[0].clone();
+        roster
+            .add(NewStore {
+                name: "more".into(),
+                kind: "seren_loci".into(),
+                url: "http://127.0.0.1:10".into(),
+                ..NewStore::default()
+            })
+            .await
+            .unwrap();
+        // The MCP store's session (and its server, were it spawned) lives through the change.
+        assert!(Arc::ptr_eq(&before, &roster.fan().bound[0]));
+    }
 
     #[test]
     fn binds_in_order_and_reports_why_not() {
@@ -681,6 +795,7 @@ mod tests {
                 weight,
                 floor,
                 token: None,
+                mcp: Default::default(),
             })
             .map(|e| e.name)
             .map_err(|r| (r.kind, r.detail))
@@ -713,7 +828,7 @@ mod tests {
         );
         refused(
             check("a", "quantum_brain", "http://x", None, None),
-            "unknown store type 'quantum_brain'; known types: [\"seren_callosum\", \"seren_loci\", \"seren_memory\"]",
+            "unknown store type 'quantum_brain'; known types: [\"mcp\", \"seren_callosum\", \"seren_loci\", \"seren_memory\"]",
         );
         refused(
             check("a", "seren_loci", "http://x", Some(0.0), None),

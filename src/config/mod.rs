@@ -21,7 +21,7 @@ mod store;
 mod tests;
 
 pub use secret::{Missing, Pointers, Secret};
-pub use store::{Invalid, RawStoreEntry, StoreEntry, StoreUrl, check_name};
+pub use store::{Endpoint, Invalid, Program, RawStoreEntry, StoreEntry, StoreUrl, check_name};
 
 use crate::keychain::{Keychain, Pointer};
 use crate::limits::MAX_N_RESULTS;
@@ -136,6 +136,10 @@ pub struct Config {
     pub path: PathBuf,
     /// Whether that file existed when it was loaded.
     pub exists: bool,
+    /// Whether the file was found in the working directory, nobody having named it (no
+    /// `--config`, no `SEREN_SCC_CONFIG`). Such a file may have come with a cloned repository, so
+    /// its stores may not run programs.
+    pub found_in_working_dir: bool,
     /// Where the runtime overlay lives.
     pub overlay_path: PathBuf,
     pub server: Server,
@@ -279,7 +283,11 @@ impl Config {
     pub fn load(explicit: Option<&Path>) -> Result<Self, ConfigError> {
         let env = Env::process();
         let path = resolve_path(explicit, &env);
-        Self::load_from(&path, &env)
+        let mut config = Self::load_from(&path, &env)?;
+        config.found_in_working_dir = explicit.is_none()
+            && env.var("SEREN_SCC_CONFIG").is_none()
+            && path == Path::new(FILE_NAME);
+        Ok(config)
     }
 
     /// Loads from `path` with `env` as the environment; tests pass their own environment.
@@ -352,6 +360,7 @@ impl Config {
         Ok(Config {
             path: path.to_owned(),
             exists: false,
+            found_in_working_dir: false,
             overlay_path: overlay_path(path, env),
             overlay_from_env: env.var("SEREN_SCC_RUNTIME_STORES").is_some(),
             server,
@@ -606,6 +615,13 @@ fn read_stores(
                 continue;
             }
         };
+        if let Ok(entry) = &entry
+            && entry.kind == crate::store::mcp::TYPE.name
+            && let Err(why) = crate::store::mcp::Spec::parse(&entry.options)
+        {
+            problems.push(format!("store '{}': {why}", entry.name));
+            continue;
+        }
         if let Ok(entry) = &entry
             && let Some(known) = crate::store::known_options(&entry.kind)
         {

@@ -8,6 +8,7 @@ use crate::text::escaped;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -24,8 +25,8 @@ pub struct Invalid {
 pub struct StoreEntry {
     pub name: String,
     pub kind: String,
-    /// The base url, checked and parsed.
-    pub url: StoreUrl,
+    /// Where the store is reached: a url, or (an `mcp` store from the config file) a program.
+    pub endpoint: Endpoint,
     pub weight: f64,
     pub floor: f64,
     pub enabled: bool,
@@ -41,6 +42,44 @@ pub struct StoreEntry {
     pub options: Map<String, Value>,
 }
 
+/// Where a store is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Endpoint {
+    /// Called over HTTP at this base url.
+    Url(StoreUrl),
+    /// An `mcp` store the callosum spawns and talks to over stdio. Only the config file can name
+    /// one: a program is never taken from the network.
+    Program(Program),
+}
+
+/// A program to spawn: `command`, `args`, `env` of an `mcp` store entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    pub command: String,
+    pub args: Vec<String>,
+    /// Set for the child on top of the callosum's environment (minus its own `SEREN_SCC_*`).
+    pub env: BTreeMap<String, String>,
+}
+
+impl Endpoint {
+    /// The url, for a store reached over HTTP.
+    pub fn url(&self) -> Option<&StoreUrl> {
+        match self {
+            Endpoint::Url(url) => Some(url),
+            Endpoint::Program(_) => None,
+        }
+    }
+
+    /// How `GET /stores` shows it: the url without secrets, or `stdio: <program>` (never the
+    /// arguments or environment, which may hold a key).
+    pub fn shown(&self) -> String {
+        match self {
+            Endpoint::Url(url) => url.shown(),
+            Endpoint::Program(program) => format!("stdio: {}", program.command),
+        }
+    }
+}
+
 impl StoreEntry {
     /// Whether any outbound token pointer is set (what `GET /stores` shows as `auth`).
     pub fn has_auth(&self) -> bool {
@@ -53,7 +92,23 @@ impl StoreEntry {
         let mut object = Map::new();
         object.insert("name".into(), self.name.clone().into());
         object.insert("type".into(), self.kind.clone().into());
-        object.insert("url".into(), self.url.as_str().into());
+        match &self.endpoint {
+            // An MCP endpoint keeps its `/`: `/mcp/` and `/mcp` may be different routes.
+            Endpoint::Url(url) if self.kind == crate::store::mcp::TYPE.name => {
+                object.insert("url".into(), url.written().into());
+            }
+            Endpoint::Url(url) => {
+                object.insert("url".into(), url.as_str().into());
+            }
+            Endpoint::Program(program) => {
+                object.insert("command".into(), program.command.clone().into());
+                object.insert("args".into(), program.args.clone().into());
+                let env: Map<String, Value> = (program.env.iter())
+                    .map(|(k, v)| (k.clone(), v.clone().into()))
+                    .collect();
+                object.insert("env".into(), env.into());
+            }
+        }
         object.insert("weight".into(), self.weight.into());
         object.insert("floor".into(), self.floor.into());
         if !self.enabled {
@@ -86,6 +141,10 @@ pub struct RawStoreEntry {
     pub name: Option<String>,
     pub kind: Option<String>,
     pub url: Option<String>,
+    /// An `mcp` store's program, its arguments and extra environment.
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub env: Option<BTreeMap<String, String>>,
     pub weight: Option<f64>,
     pub floor: Option<f64>,
     pub enabled: Option<bool>,
@@ -121,6 +180,15 @@ impl<'de> Visitor<'de> for RawStoreEntryVisitor {
                 "name" => entry.name = map.next_value::<Option<Scalar>>()?.map(|s| s.0),
                 "type" => entry.kind = map.next_value()?,
                 "url" => entry.url = map.next_value()?,
+                "command" => entry.command = map.next_value::<Option<Scalar>>()?.map(|s| s.0),
+                "args" => {
+                    let args: Option<Vec<Scalar>> = map.next_value()?;
+                    entry.args = args.map(|args| args.into_iter().map(|s| s.0).collect());
+                }
+                "env" => {
+                    let env: Option<BTreeMap<String, Scalar>> = map.next_value()?;
+                    entry.env = env.map(|env| env.into_iter().map(|(k, v)| (k, v.0)).collect());
+                }
                 "weight" => entry.weight = map.next_value()?,
                 "floor" => entry.floor = map.next_value()?,
                 "enabled" => entry.enabled = map.next_value::<Option<Flag>>()?.map(|f| f.0),
@@ -193,11 +261,54 @@ impl RawStoreEntry {
         let Some(kind) = non_blank(&self.kind).map(str::to_owned) else {
             return skip(&name, "missing type".into());
         };
-        let Some(url) = non_blank(&self.url) else {
-            return skip(&name, "missing url".into());
-        };
         let field = |f: &str, why: String| format!("store '{name}': {f} {why}");
-        let url = StoreUrl::parse(url).map_err(|why| field("url", why))?;
+        let endpoint = match (non_blank(&self.url), non_blank(&self.command)) {
+            (Some(_), Some(_)) => {
+                return Err(field("url", "and command: give exactly one".into()));
+            }
+            (Some(url), None) => {
+                Endpoint::Url(StoreUrl::parse(url).map_err(|why| field("url", why))?)
+            }
+            (None, Some(command)) if kind == crate::store::mcp::TYPE.name => {
+                Endpoint::Program(Program {
+                    command: command.to_owned(),
+                    args: self.args.clone().unwrap_or_default(),
+                    env: self.env.clone().unwrap_or_default(),
+                })
+            }
+            (None, Some(_)) => {
+                return Err(field(
+                    "command",
+                    format!("is only for stores of type mcp, not {kind}"),
+                ));
+            }
+            (None, None) if kind == crate::store::mcp::TYPE.name => {
+                return skip(
+                    &name,
+                    "missing url (or command, for a server over stdio)".into(),
+                );
+            }
+            (None, None) => return skip(&name, "missing url".into()),
+        };
+        if kind == crate::store::mcp::TYPE.name
+            && let Endpoint::Url(url) = &endpoint
+            && url.exact().scheme() == "https"
+        {
+            return Err(field(
+                "url",
+                "is https: mcp stores are called over http:// only in this release (put a local TLS-terminating proxy in front of a remote server)".into(),
+            ));
+        }
+        if !matches!(endpoint, Endpoint::Program(_)) {
+            for (key, given) in [("args", self.args.is_some()), ("env", self.env.is_some())] {
+                if given {
+                    return Err(field(
+                        key,
+                        "goes with command (a server over stdio), not url".into(),
+                    ));
+                }
+            }
+        }
         let (weight, floor) =
             weight_and_floor(self.weight, self.floor).map_err(|(f, why)| field(f, why))?;
         let timeout = match self.timeout_s {
@@ -215,7 +326,7 @@ impl RawStoreEntry {
         Ok(Ok(StoreEntry {
             name,
             kind,
-            url,
+            endpoint,
             weight,
             floor,
             enabled: self.enabled.unwrap_or(true),
@@ -273,6 +384,8 @@ pub fn check_name(name: &str) -> Result<(), String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreUrl {
     text: String,
+    /// As given, trailing `/` included.
+    written: String,
     parsed: url::Url,
 }
 
@@ -282,12 +395,14 @@ impl StoreUrl {
     /// character, no `#fragment`. A query is kept and sent; a path is kept and the search path
     /// goes after it.
     pub fn parse(text: &str) -> Result<Self, String> {
-        // A trailing `/` of the path is dropped; one inside a query is the query's own.
-        let text = text.trim();
-        let text = if text.contains('?') {
-            text
+        // A trailing `/` of the path is dropped; one inside a query is the query's own. The url is
+        // parsed as written, though: an MCP endpoint (`/mcp/`) is called exactly there, while
+        // `join` puts a search path after the path without its `/`.
+        let written = text.trim();
+        let text = if written.contains('?') {
+            written
         } else {
-            text.trim_end_matches('/')
+            written.trim_end_matches('/')
         };
         if text.contains('\\') {
             return Err("must not contain a backslash".into());
@@ -298,7 +413,7 @@ impl StoreUrl {
         if !(text.starts_with("http://") || text.starts_with("https://")) {
             return Err("must start with http:// or https://".into());
         }
-        let parsed = url::Url::parse(text).map_err(|e| format!("is not a valid url ({e})"))?;
+        let parsed = url::Url::parse(written).map_err(|e| format!("is not a valid url ({e})"))?;
         if parsed.host_str().is_none_or(str::is_empty) {
             return Err("has no host".into());
         }
@@ -307,6 +422,7 @@ impl StoreUrl {
         }
         Ok(Self {
             text: text.to_owned(),
+            written: written.to_owned(),
             parsed,
         })
     }
@@ -314,6 +430,16 @@ impl StoreUrl {
     /// The url as written (trimmed, without a trailing `/`).
     pub fn as_str(&self) -> &str {
         &self.text
+    }
+
+    /// The url to call as is (an MCP endpoint), trailing `/` included.
+    pub fn exact(&self) -> &url::Url {
+        &self.parsed
+    }
+
+    /// The url exactly as given (trimmed), trailing `/` included.
+    pub fn written(&self) -> &str {
+        &self.written
     }
 
     /// The url fit for a message: `scheme://[***@]host[:port]/path[?***]`.

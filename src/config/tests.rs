@@ -73,7 +73,10 @@ fn the_seed_example_parses() {
         .collect();
     assert_eq!(names, ["facts", "episodic", "project-xyz"]);
     let episodic = config.federation.stores[1].as_ref().unwrap();
-    assert_eq!(episodic.url.as_str(), "http://localhost:7420");
+    assert_eq!(
+        episodic.endpoint.url().unwrap().as_str(),
+        "http://localhost:7420"
+    );
     assert_eq!(episodic.weight, 1.0);
     assert_eq!(episodic.floor, 0.0);
     assert!(episodic.enabled);
@@ -767,4 +770,115 @@ fn a_stores_token_variable_is_read_from_the_injected_environment() {
         bare.store_token(entry).unwrap_err(),
         "token_env F_TOKEN is not set"
     );
+}
+
+#[test]
+fn an_mcp_store_reads_its_program_and_mapping() {
+    let config = parse(
+        "federation:\n  stores:\n    - name: graph\n      type: mcp\n      preset: server-memory\n      command: node\n      args: [/opt/kg/dist/index.js, 8080]\n      env: {MEMORY_FILE_PATH: /data/m.jsonl, WORKERS: 2}\n    - name: notes\n      type: mcp\n      url: http://127.0.0.1:9/mcp/\n      tool: find\n",
+    )
+    .unwrap();
+    let graph = config.federation.stores[0].as_ref().unwrap();
+    let Endpoint::Program(program) = &graph.endpoint else {
+        panic!("not a program: {graph:?}");
+    };
+    assert_eq!(program.command, "node");
+    assert_eq!(program.args, ["/opt/kg/dist/index.js", "8080"]);
+    assert_eq!(program.env["WORKERS"], "2");
+    assert_eq!(graph.options["preset"], "server-memory");
+    assert_eq!(graph.endpoint.shown(), "stdio: node");
+    let notes = config.federation.stores[1].as_ref().unwrap();
+    // An MCP endpoint is called exactly as written, its `/` too.
+    assert_eq!(
+        notes.endpoint.url().unwrap().exact().as_str(),
+        "http://127.0.0.1:9/mcp/"
+    );
+    assert_eq!(notes.to_json()["url"], "http://127.0.0.1:9/mcp/");
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+}
+
+#[test]
+fn a_wrong_mcp_entry_stops_the_start_naming_the_store_and_key() {
+    let store = |lines: &str| {
+        error(&format!(
+            "federation:\n  stores:\n    - name: graph\n      type: {lines}\n"
+        ))
+    };
+    let cases = [
+        (
+            "mcp\n      url: http://h/mcp\n      tool: t\n      hits: entities",
+            "store 'graph': hits: must be empty or start with '/', got \"entities\"",
+        ),
+        (
+            "mcp\n      url: http://h/mcp\n      tool: t\n      content: \"{/name\"",
+            "store 'graph': content: ",
+        ),
+        (
+            "mcp\n      url: http://h/mcp",
+            "store 'graph': tool is required (the MCP tool to call), or a preset: ",
+        ),
+        (
+            "mcp\n      url: http://h/mcp\n      command: node\n      tool: t",
+            "store 'graph': url and command: give exactly one",
+        ),
+        (
+            "seren_loci\n      command: node",
+            "store 'graph': command is only for stores of type mcp, not seren_loci",
+        ),
+        (
+            "mcp\n      url: http://h/mcp\n      tool: t\n      args: [x]",
+            "store 'graph': args goes with command (a server over stdio), not url",
+        ),
+        (
+            "mcp\n      command: node\n      args: {a: 1}\n      tool: t",
+            "args: invalid type: map",
+        ),
+        (
+            "mcp\n      url: https://h/mcp\n      tool: t",
+            "store 'graph': url is https: mcp stores are called over http:// only in this release",
+        ),
+    ];
+    for (lines, expected) in cases {
+        let message = store(lines);
+        assert!(message.contains(expected), "{lines}\n{message}");
+    }
+    // Without url or command, the entry is skipped, as one without a url is.
+    let config =
+        parse("federation:\n  stores:\n    - name: graph\n      type: mcp\n      tool: t\n")
+            .unwrap();
+    assert_eq!(
+        config.federation.stores[0].as_ref().unwrap_err().reason,
+        "invalid entry: missing url (or command, for a server over stdio)"
+    );
+}
+
+#[test]
+fn readme_mcp_snippet_binds() {
+    // The README's MCP block, as printed: four stores, each a preset with its tool and transport.
+    let readme = include_str!("../../README.md");
+    let section = &readme[readme.find("### Fanning any MCP server").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let config = parse(block).unwrap();
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    let stores: Vec<&StoreEntry> = (config.federation.stores.iter())
+        .map(|s| s.as_ref().unwrap())
+        .collect();
+    let tools: Vec<(String, bool)> = stores
+        .iter()
+        .map(|entry| {
+            let spec = crate::store::mcp::Spec::parse(&entry.options).unwrap();
+            (spec.tool, matches!(entry.endpoint, Endpoint::Program(_)))
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("search_nodes".to_owned(), true),
+            ("search_loci".to_owned(), false),
+            ("recall".to_owned(), false),
+            ("search".to_owned(), false)
+        ]
+    );
+    assert_eq!(stores[3].token_env.as_deref(), Some("TEAM_CALLOSUM_TOKEN"));
 }

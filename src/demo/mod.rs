@@ -17,7 +17,7 @@ mod request;
 #[cfg(test)]
 mod tests;
 
-use crate::config::{Config, StoreEntry, StoreUrl};
+use crate::config::{Config, Endpoint, StoreEntry, StoreUrl};
 use axum::Router;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -108,7 +108,7 @@ pub fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Re
                 name: store.name.to_owned(),
                 kind: store.kind.to_owned(),
                 // A loopback url this module just formatted: it always parses.
-                url: StoreUrl::parse(&store.url).map_err(io::Error::other)?,
+                endpoint: Endpoint::Url(StoreUrl::parse(&store.url).map_err(io::Error::other)?),
                 weight: 1.0,
                 floor: 0.0,
                 enabled: true,

@@ -14,8 +14,10 @@ use std::borrow::Cow;
 pub const TYPE: StoreType = StoreType {
     name: "seren_callosum",
     options: &["search_path"],
-    build,
-    topics: false,
+    reach: super::Reach::Http {
+        build,
+        topics: false,
+    },
 };
 
 /// A callosum answers at most this many hits per search (its `n_results` range).

@@ -19,8 +19,10 @@ pub const TYPE: StoreType = StoreType {
         "include_fundamentals",
         "include_superseded",
     ],
-    build,
-    topics: false,
+    reach: super::Reach::Http {
+        build,
+        topics: false,
+    },
 };
 
 struct Loci {

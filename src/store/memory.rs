@@ -22,8 +22,10 @@ pub const TYPE: StoreType = StoreType {
         "with_surroundings",
         "topic_search_path",
     ],
-    build,
-    topics: true,
+    reach: super::Reach::Http {
+        build,
+        topics: true,
+    },
 };
 
 /// SerenMemory rejects `n_results` above this with a 422, so we never ask for more.

@@ -4,16 +4,21 @@
 //! into ranked [`Hit`]s. Both are pure functions, so decoding can be tested (and fuzzed) without a
 //! network. The call itself, with its bearer header, deadline and body cap, lives in [`remote`] and
 //! is the same for every type. Adding a type is one file here plus one line in [`TYPES`].
+//! The one type that is not an HTTP protocol, `mcp`, calls a tool of an MCP server instead
+//! ([`mcp`]); [`Caller`] is how the federation asks either kind.
 //!
 //! The remote JSON shapes stay private to each protocol's file.
 
 pub mod callosum;
 pub mod loci;
+pub mod mcp;
 pub mod memory;
 pub mod remote;
 
 pub use crate::fusion::Hit;
 pub use remote::{Failure, Remote};
+
+use crate::chain::Chain;
 
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -174,20 +179,78 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for OptionalList<T> {
 /// How a type builds its protocol from an entry's options; an error names the bad option.
 pub type Builder = fn(&Options, &Context) -> Result<Box<dyn Protocol>, String>;
 
-/// One store type: its name in the config and how to build its protocol from the entry's options.
+/// One store type: its name in the config and how its stores are called.
 pub struct StoreType {
     /// The `type:` value in a store entry.
     pub name: &'static str,
     /// The option keys the type reads (others are warned about at start).
     pub options: &'static [&'static str],
-    /// Builds the protocol; an error names the bad option.
-    pub build: Builder,
-    /// Whether the type answers topic searches (`topic_search_path`, default `/by_topic`).
-    pub topics: bool,
+    /// How a store of this type is reached.
+    pub reach: Reach,
+}
+
+/// How a store type's stores are reached.
+pub enum Reach {
+    /// A POST of the protocol's body to the store's url.
+    Http {
+        /// Builds the protocol; an error names the bad option.
+        build: Builder,
+        /// Whether the type answers topic searches (`topic_search_path`, default `/by_topic`).
+        topics: bool,
+    },
+    /// A tool call to an MCP server ([`mcp`]).
+    Mcp,
 }
 
 /// Every known store type, sorted by name.
-pub const TYPES: &[StoreType] = &[callosum::TYPE, loci::TYPE, memory::TYPE];
+pub const TYPES: &[StoreType] = &[mcp::TYPE, callosum::TYPE, loci::TYPE, memory::TYPE];
+
+/// One bound store's way of being asked: over HTTP with its protocol, or through an MCP tool.
+#[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per bound store, behind an Arc: its size costs nothing"
+)]
+pub enum Caller {
+    Http(Remote),
+    Mcp(mcp::McpStore),
+}
+
+impl Caller {
+    /// Asks the store for `n` hits, carrying `chain`.
+    pub async fn search(
+        &self,
+        client: &reqwest::Client,
+        query: &str,
+        n: usize,
+        chain: &Chain,
+    ) -> Result<Vec<Hit>, Failure> {
+        match self {
+            Caller::Http(remote) => remote.search(client, query, n, chain).await,
+            Caller::Mcp(store) => store.search(query, n, chain).await,
+        }
+    }
+
+    /// Whether this store answers topic searches.
+    pub fn has_topics(&self) -> bool {
+        matches!(self, Caller::Http(remote) if remote.has_topics())
+    }
+
+    /// A topic search ([`Remote::by_topic`]); `None` for a store without one.
+    pub async fn by_topic(
+        &self,
+        client: &reqwest::Client,
+        topics: &[String],
+        n: usize,
+        exclude: &[String],
+        chain: &Chain,
+    ) -> Option<Result<Vec<Hit>, Failure>> {
+        match self {
+            Caller::Http(remote) => remote.by_topic(client, topics, n, exclude, chain).await,
+            Caller::Mcp(_) => None,
+        }
+    }
+}
 
 /// The known type names, sorted.
 pub fn type_names() -> Vec<&'static str> {
@@ -217,8 +280,11 @@ pub fn build(
         .iter()
         .find(|t| t.name == kind)
         .ok_or_else(|| unknown_type(kind))?;
-    (store_type.build)(&Options(options), context)
-        .map_err(|why| format!("invalid options for {kind}: {why}"))
+    match store_type.reach {
+        Reach::Http { build, .. } => build(&Options(options), context)
+            .map_err(|why| format!("invalid options for {kind}: {why}")),
+        Reach::Mcp => Err(format!("{kind} stores have no HTTP protocol")),
+    }
 }
 
 /// The path a store is searched at: `options.search_path`, else `/search`.
@@ -228,7 +294,9 @@ pub fn search_path(options: &Map<String, Value>) -> Result<String, String> {
 
 /// Whether a store type answers topic searches (`/by_topic`, SerenMemory's) [5.3].
 pub fn speaks_topics(kind: &str) -> bool {
-    TYPES.iter().any(|t| t.name == kind && t.topics)
+    TYPES
+        .iter()
+        .any(|t| t.name == kind && matches!(t.reach, Reach::Http { topics: true, .. }))
 }
 
 /// The path a store's topic search is at: `options.topic_search_path`, else `/by_topic` [5.3].

@@ -32,6 +32,10 @@ pub enum Failure {
     TooLarge(usize),
     /// The body is not the JSON the protocol expects.
     Decode(String),
+    /// An MCP server could not be started or reached, or its session ended; in words.
+    Mcp(String),
+    /// An MCP tool answered with an error (`isError`, or a JSON-RPC error): the server is up.
+    Tool(String),
 }
 
 impl Failure {
@@ -39,7 +43,10 @@ impl Failure {
     /// would not get: 400, 413, 414, 422), rather than failed. Such a refusal says nothing about
     /// whether the store is up, so it must not open the store's circuit.
     pub fn blames_the_request(&self) -> bool {
-        matches!(self, Failure::Status(400 | 413 | 414 | 422))
+        matches!(
+            self,
+            Failure::Status(400 | 413 | 414 | 422) | Failure::Tool(_)
+        )
     }
 }
 
@@ -55,6 +62,8 @@ impl fmt::Display for Failure {
             Failure::Transport(why) => write!(f, "transport: {why}"),
             Failure::TooLarge(cap) => write!(f, "body over the {} KiB cap", cap / 1024),
             Failure::Decode(why) => write!(f, "decode: {}", cut(why, 200)),
+            Failure::Mcp(why) => f.write_str(why),
+            Failure::Tool(why) => write!(f, "tool error: {why}"),
         }
     }
 }

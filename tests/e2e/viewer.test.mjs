@@ -37,6 +37,21 @@ mkdirSync(SHOTS, { recursive: true });
 
 // ---- the demo process ---------------------------------------------------------------------------
 
+// The page is compiled into the binary (include_str!), so a binary built before the last edit of
+// viewer/index.html serves the old page: say so once, plainly, rather than fail on a missing field.
+const VIEWER_FILE = path.join(ROOT, 'viewer', 'index.html');
+let viewerChecked = null;
+function checkViewerIsFresh(base) {
+  viewerChecked ??= fetch(`${base}/viewer`).then(async (response) => {
+    const served = await response.text();
+    assert.equal(response.status, 200, `GET /viewer answered ${response.status}`);
+    if (served !== readFileSync(VIEWER_FILE, 'utf8')) {
+      throw new Error(`${BIN} serves another viewer/index.html than the one on disk: the binary was built before the page's last edit; rebuild it (cargo build)`);
+    }
+  });
+  return viewerChecked;
+}
+
 const running = new Set();
 process.on('exit', () => { for (const child of running) { try { child.kill('SIGKILL'); } catch { /* gone */ } } });
 
@@ -86,7 +101,7 @@ function startDemo(extraEnv = {}, extraArgs = []) {
         if (match && !demo.url) {
           demo.url = match[1];
           clearTimeout(timer);
-          resolve(demo);
+          checkViewerIsFresh(demo.url).then(() => resolve(demo), (error) => { demo.stop(); reject(error); });
         }
       }
     };
@@ -236,7 +251,12 @@ describe('The Bridge against the demo (no token)', () => {
       assert.equal(await meta.isVisible(), false);
       await first.locator('details.meta summary').click();
       await meta.waitFor({ state: 'visible' });
-      assert.ok((await meta.innerText()).includes(firstHit.id));
+      const metaText = await meta.innerText();
+      assert.ok(metaText.includes(firstHit.id));
+      assert.doesNotMatch(metaText, /\[object|undefined/, 'every metadata entry is shown as text');
+      for (const [key, value] of Object.entries(firstHit.metadata)) {
+        assert.ok(metaText.includes(key) && metaText.includes(String(value)), `metadata shows ${key}: ${metaText}`);
+      }
       await first.locator('details.meta summary').click();
       assert.equal(await page.locator('#search-notices .notice').count(), 0, 'no failed or skipped store yet');
       await shot(page, 'desktop-1-search');
@@ -657,6 +677,228 @@ describe('The Bridge shows the packet (a demo with a quota, authority and edges)
       await page.locator('#ov-shaping [data-knob="edges"]').waitFor();
       await noHorizontalScroll(page);
       await shot(page, 'narrow-5-packet-overview');
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+// ---- an mcp store: another callosum, fanned through its MCP search tool --------------------------
+
+// The form's mapping fields for an mcp store, by their labels.
+const MCP_FIELDS = ['Preset', 'Tool', 'Content'];
+const PRESETS = ['none', 'server-memory', 'seren-loci', 'seren-memory', 'callosum'];
+const CUDA = 'that CUDA thing on the Xavier';
+
+/** POST /search from Node (no Origin: not a browser). */
+async function searchFromNode(base, query, n) {
+  const response = await fetch(`${base}/search`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, n_results: n }),
+  });
+  assert.equal(response.status, 200);
+  return response.json();
+}
+
+/** Fills the add-store form of `page` (already open) for an mcp store. */
+async function fillMcpForm(page, { name, url, preset, tool, content }) {
+  const form = page.locator('#add-form');
+  await form.getByLabel('Name').fill(name);
+  await form.getByLabel('Type').selectOption('mcp');
+  await form.getByLabel('URL').fill(url);
+  await form.getByLabel('Preset').selectOption(preset ?? '');
+  await form.getByLabel('Tool').fill(tool ?? '');
+  await form.getByLabel('Content').fill(content ?? '');
+}
+
+function waitForStoresPost(page) {
+  return page.waitForRequest((request) => request.method() === 'POST' && new URL(request.url()).pathname === '/stores');
+}
+
+describe('The Bridge fans another callosum as an mcp store (two demos)', () => {
+  let outer;
+  let inner;
+  let mcpUrl;
+  before(async () => {
+    // Two demos, each on its own ephemeral port with its own sample stores; the outer one fans the
+    // inner one's MCP `search` tool over streamable HTTP.
+    [outer, inner] = await Promise.all([startDemo(), startDemo()]);
+    mcpUrl = `${inner.url}/mcp`;
+  });
+  after(async () => {
+    await Promise.all([outer?.stop(), inner?.stop()]);
+  });
+
+  test('add store: type mcp shows preset, tool and content; a bad one shows the server\u2019s words; preset callosum fans the inner demo', { timeout: TEST_MS }, async () => {
+    const { context, page } = await openPage();
+    try {
+      assert.equal((await page.goto(`${outer.url}/viewer`)).status(), 200);
+      await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      await page.getByRole('tab', { name: 'Stores' }).click();
+      await page.locator('#roster li.store').nth(1).waitFor();
+      await page.getByRole('button', { name: '+ Add store' }).click();
+      const form = page.locator('#add-form');
+      await form.getByLabel('Name').waitFor({ state: 'visible' });
+      const types = await page.locator('#f-type option').allTextContents();
+      assert.ok(types.includes('mcp'), `types from the server: ${types}`);
+
+      // Another type: no mcp fields, the usual url placeholder.
+      await form.getByLabel('Type').selectOption('seren_memory');
+      for (const label of MCP_FIELDS) assert.equal(await form.getByLabel(label).isVisible(), false, `${label} is hidden for seren_memory`);
+      const plainPlaceholder = await form.getByLabel('URL').getAttribute('placeholder');
+      assert.notEqual(plainPlaceholder, 'http://localhost:7424/mcp');
+
+      // mcp: the three fields show, labelled and hinted, and the url placeholder is an MCP endpoint.
+      await form.getByLabel('Type').selectOption('mcp');
+      for (const label of MCP_FIELDS) await form.getByLabel(label).waitFor({ state: 'visible' });
+      assert.equal(await form.getByLabel('URL').getAttribute('placeholder'), 'http://localhost:7424/mcp');
+      assert.deepEqual(await form.getByLabel('Preset').locator('option').allTextContents(), PRESETS);
+      assert.equal(await form.getByLabel('Preset').inputValue(), '', 'no preset by default');
+      assert.equal(await form.getByLabel('Preset').getAttribute('aria-describedby'), 'f-preset-hint');
+      assert.equal(await page.locator('#f-preset-hint').textContent(), 'fills the tool and mapping of a known server');
+      assert.equal(await page.locator('#f-content-hint').textContent(), 'pointer or {/pointer} template');
+      await noHorizontalScroll(page);
+
+      // Neither a preset nor a tool: the server's 400 text, and no blank mapping key was sent.
+      page.expectHttpError(400, '/stores');
+      await fillMcpForm(page, { name: 'inner', url: mcpUrl });
+      let sent = waitForStoresPost(page);
+      let answered = waitForApi(page, 'POST', '/stores');
+      await page.getByRole('button', { name: 'Add store', exact: true }).click();
+      assert.deepEqual((await sent).postDataJSON(), { name: 'inner', type: 'mcp', url: mcpUrl, weight: 1, floor: 0 });
+      assert.equal((await answered).status(), 400);
+      await page.locator('#add-error', { hasText: 'tool is required (the MCP tool to call), or a preset: server-memory, seren-loci, seren-memory, callosum' }).waitFor();
+      await shot(page, 'desktop-11-mcp-add-error');
+
+      // A content template that does not parse: the server says where, and the content was sent.
+      page.expectHttpError(400, '/stores');
+      await fillMcpForm(page, { name: 'inner', url: mcpUrl, preset: 'callosum', content: '{/store' });
+      sent = waitForStoresPost(page);
+      answered = waitForApi(page, 'POST', '/stores');
+      await form.getByLabel('Content').press('Enter');
+      assert.equal((await sent).postDataJSON().content, '{/store');
+      assert.equal((await answered).status(), 400);
+      await page.locator('#add-error', { hasText: /^content: the '\{' at character 1 is never closed/ }).waitFor();
+
+      // Preset callosum, no tool and no content: Enter in a field submits; only the preset is sent.
+      await fillMcpForm(page, { name: 'inner', url: mcpUrl, preset: 'callosum' });
+      assert.equal(await form.getByLabel('Tool').getAttribute('placeholder'), 'search (from the preset)');
+      await shot(page, 'desktop-12-mcp-add-form');
+      sent = waitForStoresPost(page);
+      answered = waitForApi(page, 'POST', '/stores');
+      await form.getByLabel('Tool').press('Enter');
+      assert.deepEqual((await sent).postDataJSON(), { name: 'inner', type: 'mcp', url: mcpUrl, weight: 1, floor: 0, preset: 'callosum' });
+      assert.equal((await answered).status(), 200);
+      const card = page.locator('#roster li.store[data-store="inner"]');
+      await card.waitFor();
+      assert.equal(await card.getAttribute('data-status'), 'active');
+      assert.equal(await card.locator('.badge').textContent(), 'mcp');
+      assert.equal(await card.locator('.store-url').textContent(), mcpUrl);
+      assert.match(await card.locator('.facts').innerText(), /status\s*active/);
+      await page.locator('#pill', { hasText: 'fanning: 3/3' }).waitFor();
+      await page.locator('#stores-notices .notice.success', { hasText: 'inner' }).waitFor();
+      assert.equal(await form.isVisible(), false, 'the form closes after an add');
+
+      // Reopened, the form is back to its default type, without the mcp fields; values typed into
+      // them while the type was mcp are not sent for another type (the 409 is the duplicate name,
+      // not "preset is a setting of mcp stores").
+      await page.getByRole('button', { name: '+ Add store' }).click();
+      assert.equal(await form.getByLabel('Type').inputValue(), 'seren_memory');
+      for (const label of MCP_FIELDS) assert.equal(await form.getByLabel(label).isVisible(), false, `${label} is hidden again`);
+      assert.equal(await form.getByLabel('URL').getAttribute('placeholder'), plainPlaceholder);
+      await fillMcpForm(page, { name: 'inner', url: mcpUrl, preset: 'callosum', tool: 'stray', content: '/stray' });
+      await form.getByLabel('Type').selectOption('seren_callosum');
+      await form.getByLabel('URL').fill(inner.url);
+      page.expectHttpError(409, '/stores');
+      sent = waitForStoresPost(page);
+      answered = waitForApi(page, 'POST', '/stores');
+      await page.getByRole('button', { name: 'Add store', exact: true }).click();
+      assert.deepEqual(Object.keys((await sent).postDataJSON()).sort(), ['floor', 'name', 'type', 'url', 'weight']);
+      assert.equal((await answered).status(), 409);
+      await page.locator('#add-error', { hasText: "a store named 'inner' already exists" }).waitFor();
+      await page.getByRole('button', { name: 'Cancel' }).click();
+
+      // ---- Search: the inner demo's fused hits, as the store `inner`, beside the outer's own.
+      const answer = await search(page, CUDA, 10);
+      assert.deepEqual([...answer.stores_searched].sort(), ['episodic', 'facts', 'inner']);
+      assert.deepEqual(answer.failed, []);
+      const innerHits = answer.hits.filter((hit) => hit.store === 'inner');
+      assert.ok(innerHits.length >= 1, `hits from inner: ${answer.hits.map((hit) => hit.store).join(', ')}`);
+      assert.ok(answer.hits.some((hit) => hit.store === 'episodic') && answer.hits.some((hit) => hit.store === 'facts'),
+        'the outer demo\u2019s own stores still answer');
+      // Each inner hit is the inner demo's own fused hit at that rank: same id and content, and its
+      // metadata names the inner hit's store.
+      const direct = await searchFromNode(inner.url, CUDA, 20);
+      for (const hit of innerHits) {
+        const original = direct.hits[hit.store_rank - 1];
+        assert.ok(original, `the inner demo has a hit at rank ${hit.store_rank}`);
+        assert.equal(hit.id, original.id);
+        assert.equal(hit.content, original.content);
+        assert.equal(hit.metadata.store, original.store);
+        assert.ok(['episodic', 'facts'].includes(hit.metadata.store), JSON.stringify(hit.metadata));
+      }
+
+      // The cards: badged `inner` in the colour of any other type, with rank and provenance.
+      const cards = page.locator('#hits li.hit[data-store="inner"]');
+      assert.equal(await cards.count(), innerHits.length);
+      assert.ok(await page.locator('#hits li.hit[data-store="episodic"]').count() >= 1);
+      assert.ok(await page.locator('#hits li.hit[data-store="facts"]').count() >= 1);
+      const first = cards.first();
+      const firstHit = innerHits[0];
+      assert.equal(await first.locator('.badge').textContent(), 'inner');
+      assert.ok(await first.locator('.badge').evaluate((node) => node.classList.contains('t-other')));
+      assert.equal(await first.locator('.rank').textContent(), `#${firstHit.store_rank}`);
+      assert.equal(await first.locator('.content').textContent(), firstHit.content);
+      const prov = await first.locator('.prov').innerText();
+      for (const label of ['rrf', 'rel', 'native', 'd=']) assert.ok(prov.includes(label), `provenance shows ${label}: ${prov}`);
+      assert.match(prov, /d=\s*—/, 'an mcp hit has no raw distance');
+      // Its metadata: the inner hit's store (and the rest of the inner hit) on demand.
+      await first.locator('details.meta summary').click();
+      const meta = first.locator('details.meta dl');
+      await meta.waitFor({ state: 'visible' });
+      const metaText = await meta.innerText();
+      assert.ok(metaText.includes(firstHit.id), metaText);
+      assert.match(metaText, new RegExp(`store\\s*${firstHit.metadata.store}`), metaText);
+      assert.doesNotMatch(await page.locator('#hits').innerText(), /null|undefined|NaN|\[object/);
+      await noHorizontalScroll(page);
+      await shot(page, 'desktop-13-mcp-search');
+
+      // The inner demo was untouched: its own roster is its two sample stores.
+      assert.deepEqual(await rosterNames(inner.url), ['episodic', 'facts']);
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('narrow screen (390 px): the mcp fields and an mcp hit fit', { timeout: TEST_MS }, async () => {
+    // Self-contained: add `inner` over REST when the test above did not.
+    if (!(await rosterNames(outer.url)).includes('inner')) {
+      const response = await fetch(`${outer.url}/stores`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'inner', type: 'mcp', url: mcpUrl, preset: 'callosum' }),
+      });
+      assert.equal(response.status, 200, await response.text());
+    }
+    const { context, page } = await openPage({ width: 390, height: 844 });
+    try {
+      await page.goto(`${outer.url}/viewer`);
+      await page.locator('#pill', { hasText: 'fanning: 3/3' }).waitFor();
+      const answer = await search(page, CUDA, 10);
+      assert.ok(answer.hits.some((hit) => hit.store === 'inner'));
+      const card = page.locator('#hits li.hit[data-store="inner"]').first();
+      await card.locator('details.meta summary').click();
+      await card.locator('details.meta dl').waitFor({ state: 'visible' });
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-6-mcp-search');
+
+      await page.getByRole('tab', { name: 'Stores' }).click();
+      await page.locator('#roster li.store[data-store="inner"]').waitFor();
+      await page.getByRole('button', { name: '+ Add store' }).click();
+      await page.locator('#add-form').getByLabel('Type').selectOption('mcp');
+      for (const label of MCP_FIELDS) await page.locator('#add-form').getByLabel(label).waitFor({ state: 'visible' });
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-7-mcp-add-form');
       page.assertClean();
     } finally {
       await context.close();

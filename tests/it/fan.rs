@@ -259,7 +259,7 @@ async fn an_empty_config_answers_empty() {
     assert_eq!(stores["n_results"], 10);
     assert_eq!(
         stores["types"],
-        json!(["seren_callosum", "seren_loci", "seren_memory"])
+        json!(["mcp", "seren_callosum", "seren_loci", "seren_memory"])
     );
 }
 

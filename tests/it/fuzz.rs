@@ -184,9 +184,25 @@ proptest! {
 
     #[test]
     fn every_protocol_decodes_any_bytes_without_panicking(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
-        for kind in store::type_names() {
+        for kind in http_types() {
             let protocol = store::build(kind, &Map::new(), &Default::default()).unwrap();
             let _ = protocol.decode(&bytes, 100);
+        }
+    }
+
+    #[test]
+    fn every_mcp_preset_reads_any_result_without_panicking(
+        document in json_value(),
+        hits in prop::collection::vec(prop_oneof![hit_like(), json_value()], 0..8),
+    ) {
+        for preset in store::mcp::preset::names() {
+            let options = json!({"preset": preset});
+            let spec = store::mcp::Spec::parse(options.as_object().unwrap()).unwrap();
+            let _ = spec.mapping.read(&document, 100);
+            let wrapped = json!({"hits": hits.clone(), "entities": hits.clone()});
+            if let Ok(read) = spec.mapping.read(&wrapped, 100) {
+                prop_assert!(read.len() <= hits.len());
+            }
         }
     }
 
@@ -196,7 +212,7 @@ proptest! {
         extra in json_value(),
     ) {
         let body = serde_json::to_vec(&json!({"query": "q", "hits": hits, "extra": extra})).unwrap();
-        for kind in store::type_names() {
+        for kind in http_types() {
             let protocol = store::build(kind, &Map::new(), &Default::default()).unwrap();
             match protocol.decode(&body, 100) {
                 Ok(decoded) => prop_assert_eq!(decoded.len(), hits.len()),
@@ -204,4 +220,13 @@ proptest! {
             }
         }
     }
+}
+
+/// The store types that speak an HTTP protocol (every type but `mcp`).
+fn http_types() -> Vec<&'static str> {
+    store::TYPES
+        .iter()
+        .filter(|t| matches!(t.reach, store::Reach::Http { .. }))
+        .map(|t| t.name)
+        .collect()
 }

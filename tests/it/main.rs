@@ -13,6 +13,7 @@ mod keychain;
 mod load;
 mod manifests;
 mod mcp;
+mod mcp_store;
 mod overlay;
 mod packet;
 mod rest;

@@ -211,7 +211,7 @@ async fn roster_changes_are_refused_with_the_documented_codes() {
         (json!({"name": "  ", "type": "seren_loci", "url": "http://x"}), 400, "name is required".into()),
         (json!({"name": "a", "type": "seren_loci", "url": " "}), 400, "url is required".into()),
         (json!({"name": "a", "type": "quantum_brain", "url": "http://x"}), 400,
-            "unknown store type 'quantum_brain'; known types: [\"seren_callosum\", \"seren_loci\", \"seren_memory\"]".into()),
+            "unknown store type 'quantum_brain'; known types: [\"mcp\", \"seren_callosum\", \"seren_loci\", \"seren_memory\"]".into()),
         (json!({"name": "a", "type": "seren_loci", "url": "gopher://x"}), 400, "url must start with http:// or https://".into()),
         (json!({"name": "a/b", "type": "seren_loci", "url": "http://x"}), 400, "name 'a/b' must be 1-64 characters of A-Z a-z 0-9 . _ - and not start with '.'".into()),
         // `.` and `..` once passed, and the viewer could not remove them (a path step).

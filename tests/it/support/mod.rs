@@ -3,7 +3,9 @@
 
 pub mod fault;
 pub mod mcp;
+pub mod mcp_server;
 pub mod process;
+pub mod stdio;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -79,16 +81,8 @@ impl StubStore {
             captured: captured.clone(),
         };
         let router = Router::new().fallback(post(stub_answer)).with_state(state);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
         let stop = CancellationToken::new();
-        let cancelled = stop.clone().cancelled_owned();
-        tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(cancelled)
-                .await
-                .unwrap();
-        });
+        let url = serve_loopback(router, stop.clone()).await;
         Self {
             url,
             captured,
@@ -196,6 +190,19 @@ async fn canned_answer(State((body, latency)): State<(Bytes, Duration)>) -> Resp
         let _ = tokio::task::spawn_blocking(move || std::thread::sleep(latency)).await;
     }
     ([("content-type", "application/json")], body).into_response()
+}
+
+/// Serves `router` on an ephemeral loopback port until `stop` is cancelled: its `http://` url.
+pub async fn serve_loopback(router: Router, stop: CancellationToken) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(stop.cancelled_owned())
+            .await
+            .unwrap();
+    });
+    url
 }
 
 /// Memory-shaped hits with the given ids and distances.

@@ -1,0 +1,223 @@
+//! `mcp`: a store that is one tool of an MCP server (contract §1 `mcp`).
+//!
+//! The callosum calls the tool with the query (and, when the tool takes one, the number of hits
+//! it wants) and reads the tool's result as a ranked list: [`map`] says how (JSON pointers and
+//! `{pointer}` templates, pure), [`client`] keeps the session (a spawned server over stdio, or a
+//! server over streamable HTTP), and [`preset`] holds the mappings of servers we know.
+//!
+//! [`Spec`] is the checked form of an entry's mapping keys. The config file checks it at load,
+//! so a bad pointer stops the start naming the store and the key; `POST /stores` checks it too.
+
+pub mod client;
+pub mod map;
+pub mod preset;
+
+pub use client::{McpStore, ToolCheck};
+
+use super::{Options, Reach, StoreType};
+use map::{Mapping, Pointer, Template};
+use serde_json::{Map, Value};
+
+pub const TYPE: StoreType = StoreType {
+    name: "mcp",
+    options: &[
+        "preset",
+        "tool",
+        "query_arg",
+        "limit_arg",
+        "limit_max",
+        "arguments",
+        "hits",
+        "id",
+        "content",
+        "score",
+    ],
+    reach: Reach::Mcp,
+};
+
+/// How one `mcp` store is asked and read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    /// The tool to call.
+    pub tool: String,
+    /// The argument that takes the query.
+    pub query_arg: String,
+    /// The argument that takes the number of hits wanted, if the tool takes one.
+    pub limit_arg: Option<String>,
+    /// The most the tool accepts in `limit_arg` (SerenMemory's `recall` refuses more than 50).
+    pub limit_max: Option<usize>,
+    /// Fixed extra arguments, under the query and the limit.
+    pub arguments: Map<String, Value>,
+    /// How the result becomes hits.
+    pub mapping: Mapping,
+}
+
+impl Spec {
+    /// Reads an entry's mapping keys (its `options`), a preset's defaults under them. An error
+    /// names the key and what is wrong with it.
+    pub fn parse(options: &Map<String, Value>) -> Result<Spec, String> {
+        let read = Options(options);
+        let preset = match read.text("preset")? {
+            None => None,
+            Some(name) => Some(preset::find(&name)?),
+        };
+        // A blank value is no value: it leaves the preset's (a form's empty field must not
+        // replace a preset's `/hits` with the whole result).
+        let text =
+            |key: &str, preset_value: Option<&'static str>| -> Result<Option<String>, String> {
+                let given = read.text(key)?.filter(|text| !text.trim().is_empty());
+                Ok(given.or_else(|| preset_value.map(str::to_owned)))
+            };
+        let tool = text("tool", preset.map(|p| p.tool))?.ok_or_else(|| {
+            format!(
+                "tool is required (the MCP tool to call), or a preset: {}",
+                preset::names().join(", ")
+            )
+        })?;
+        let query_arg = text("query_arg", preset.map(|p| p.query_arg))?.unwrap_or("query".into());
+        let limit_arg = text("limit_arg", preset.and_then(|p| p.limit_arg))?;
+        let limit_max = match options.get("limit_max") {
+            None | Some(Value::Null) => preset.and_then(|p| p.limit_max),
+            Some(value) => Some(
+                value
+                    .as_u64()
+                    .filter(|n| *n >= 1)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| format!("limit_max must be a whole number >= 1, got {value}"))?,
+            ),
+        };
+        let arguments = match options.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(arguments)) => arguments.clone(),
+            Some(other) => return Err(format!("arguments must be a mapping, got {other}")),
+        };
+        let pointer = |key: &str, value: Option<String>| -> Result<Option<Pointer>, String> {
+            value
+                .map(|text| Pointer::parse(&text).map_err(|why| format!("{key}: {why}")))
+                .transpose()
+        };
+        let mapping = Mapping {
+            hits: pointer("hits", text("hits", preset.and_then(|p| p.hits))?)?,
+            id: pointer("id", text("id", preset.map(|p| p.id))?)?
+                .unwrap_or_else(|| Pointer::parse("/id").expect("a valid pointer")),
+            content: Template::parse(
+                &text("content", preset.map(|p| p.content))?.unwrap_or("/content".into()),
+            )
+            .map_err(|why| format!("content: {why}"))?,
+            score: pointer("score", text("score", preset.and_then(|p| p.score))?)?,
+        };
+        Ok(Spec {
+            tool,
+            query_arg,
+            limit_arg,
+            limit_max,
+            arguments,
+            mapping,
+        })
+    }
+
+    /// The tool's arguments for one search: the fixed ones, then the query, then the limit.
+    pub fn arguments(&self, query: &str, n: usize) -> Map<String, Value> {
+        let mut arguments = self.arguments.clone();
+        arguments.insert(self.query_arg.clone(), query.into());
+        if let Some(limit) = &self.limit_arg {
+            let n = self.limit_max.map_or(n, |max| n.min(max)).max(1);
+            arguments.insert(limit.clone(), n.into());
+        }
+        arguments
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(options: Value) -> Result<Spec, String> {
+        Spec::parse(options.as_object().unwrap())
+    }
+
+    #[test]
+    fn a_preset_fills_defaults_and_every_key_overrides_it() {
+        let graph = spec(json!({"preset": "server-memory"})).unwrap();
+        assert_eq!(graph.tool, "search_nodes");
+        assert_eq!(graph.mapping.hits.as_ref().unwrap().as_str(), "/entities");
+        assert_eq!(graph.mapping.id.as_str(), "/name");
+        assert_eq!(graph.limit_arg, None);
+        let custom =
+            spec(json!({"preset": "server-memory", "id": "/entityType", "tool": "open_nodes"}))
+                .unwrap();
+        assert_eq!(custom.tool, "open_nodes");
+        assert_eq!(custom.mapping.id.as_str(), "/entityType");
+        assert_eq!(custom.mapping.content, graph.mapping.content);
+        // A blank key keeps the preset's value.
+        let blank = spec(json!({"preset": "callosum", "tool": "", "hits": " "})).unwrap();
+        assert_eq!(blank.tool, "search");
+        assert_eq!(blank.mapping.hits.unwrap().as_str(), "/hits");
+    }
+
+    #[test]
+    fn defaults_without_a_preset() {
+        let plain = spec(json!({"tool": "find"})).unwrap();
+        assert_eq!(plain.query_arg, "query");
+        assert_eq!(plain.limit_arg, None);
+        assert_eq!(plain.mapping.hits, None);
+        assert_eq!(plain.mapping.id.as_str(), "/id");
+        assert_eq!(plain.mapping.content.as_str(), "/content");
+        assert_eq!(plain.mapping.score, None);
+        assert_eq!(
+            plain.arguments("q", 7),
+            *json!({"query": "q"}).as_object().unwrap()
+        );
+    }
+
+    #[test]
+    fn the_query_and_limit_go_over_fixed_arguments_and_the_limit_is_capped() {
+        let recall = spec(json!({
+            "preset": "seren-memory",
+            "arguments": {"query": "fixed", "include_long": false, "n_results": 3}
+        }))
+        .unwrap();
+        assert_eq!(
+            recall.arguments("what now", 120),
+            *json!({"query": "what now", "include_long": false, "n_results": 50})
+                .as_object()
+                .unwrap()
+        );
+    }
+
+    #[test]
+    fn a_wrong_value_names_its_key() {
+        let cases = [
+            (
+                json!({}),
+                "tool is required (the MCP tool to call), or a preset: server-memory, seren-loci, seren-memory, callosum",
+            ),
+            (json!({"tool": "  "}), "tool is required"),
+            (
+                json!({"preset": "neo4j"}),
+                "unknown preset 'neo4j'; known presets: server-memory, seren-loci, seren-memory, callosum",
+            ),
+            (json!({"tool": "t", "hits": "entities"}), "hits: "),
+            (json!({"tool": "t", "id": "/a~2"}), "id: "),
+            (json!({"tool": "t", "content": "{/name"}), "content: "),
+            (
+                json!({"tool": "t", "score": 5}),
+                "score must be a string, got 5",
+            ),
+            (
+                json!({"tool": "t", "arguments": [1]}),
+                "arguments must be a mapping, got [1]",
+            ),
+            (
+                json!({"tool": "t", "limit_max": 0}),
+                "limit_max must be a whole number >= 1, got 0",
+            ),
+            (json!({"tool": 7}), "tool must be a string, got 7"),
+        ];
+        for (options, expected) in cases {
+            let error = spec(options.clone()).unwrap_err();
+            assert!(error.starts_with(expected), "{options}: {error}");
+        }
+    }
+}
