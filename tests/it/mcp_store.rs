@@ -575,3 +575,27 @@ async fn a_config_found_in_the_working_directory_runs_no_program() {
     assert!(stdout.contains("failed   planted (mcp): "), "{stdout}");
     assert!(marker.exists(), "a named config's program runs");
 }
+
+#[tokio::test]
+async fn a_chatty_server_is_logged_at_debug_within_a_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = process::write_config(
+        dir.path(),
+        "server:\n  port: 0\nfederation:\n  stores:\n    - name: chatty\n      type: mcp\n      tool: t\n      command: /bin/sh\n      args: [-c, 'i=0; while [ $i -lt 100 ]; do echo \"line $i\" >&2; i=$((i+1)); done']\n",
+    );
+    let mut command = process::command(&["serve", "-c", &yaml]);
+    command.env("SEREN_SCC_LOG", "info,seren_corpus_callosum=debug");
+    let mut server = Server::start(command);
+    let summary = server.wait_for("stderr lines not logged");
+    assert!(summary.contains("dropped=80"), "{summary}");
+    let log = server.stop();
+    let logged: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("mcp server stderr"))
+        .collect();
+    assert_eq!(logged.len(), 21, "20 lines and the count:\n{log}");
+    assert!(
+        logged[0].contains("line 0") && logged[19].contains("line 19"),
+        "{log}"
+    );
+}

@@ -22,7 +22,6 @@ use crate::fusion::Hit;
 use crate::limits::{DEFAULT_BODY_CAP, MCP_MAX_BACKOFF, MCP_START_WAIT, MCP_STDERR_LINES};
 use crate::store::Failure;
 use crate::text::cut;
-use futures_util::StreamExt;
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use rmcp::ServiceExt;
 use rmcp::model::{
@@ -490,30 +489,41 @@ fn spawn(program: &Program) -> Result<tokio::process::Child, Failure> {
 }
 
 /// Logs the server's stderr at debug, at most [`MCP_STDERR_LINES`] lines per ten seconds, each
-/// line cut to 2 KiB; the rest is counted.
+/// cut to 2 KiB (the rest of a longer line counts as more lines); what is not logged is counted
+/// and said. The pipe is always read to its end, so a chatty server never blocks on it.
 fn log_stderr(store: String, stderr: tokio::process::ChildStderr) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt};
     tokio::spawn(async move {
-        let codec = tokio_util::codec::LinesCodec::new_with_max_length(2048);
-        let mut lines = tokio_util::codec::FramedRead::new(stderr, codec);
+        let mut reader = tokio::io::BufReader::new(stderr);
+        let mut line = Vec::with_capacity(256);
         let mut window = Instant::now();
         let (mut logged, mut dropped) = (0u32, 0u64);
-        while let Some(line) = lines.next().await {
+        loop {
+            line.clear();
+            match (&mut reader).take(2048).read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
             if window.elapsed() >= Duration::from_secs(10) {
-                if dropped > 0 {
-                    tracing::debug!(store = %store, dropped, "mcp server stderr lines not logged");
-                }
+                not_logged(&store, dropped);
                 (window, logged, dropped) = (Instant::now(), 0, 0);
             }
-            match line {
-                Ok(line) if logged < MCP_STDERR_LINES => {
-                    logged += 1;
-                    tracing::debug!(store = %store, line = %crate::text::escaped(&line), "mcp server stderr");
-                }
-                // A line over the cap is skipped by the codec, which reads on.
-                Ok(_) | Err(_) => dropped += 1,
+            if logged < MCP_STDERR_LINES {
+                logged += 1;
+                let text = String::from_utf8_lossy(&line);
+                tracing::debug!(store = %store, line = %crate::text::escaped(text.trim_end()), "mcp server stderr");
+            } else {
+                dropped += 1;
             }
         }
+        not_logged(&store, dropped);
     });
+}
+
+fn not_logged(store: &str, dropped: u64) {
+    if dropped > 0 {
+        tracing::debug!(store = %store, dropped, "mcp server stderr lines not logged");
+    }
 }
 
 /// What went wrong, in words: the innermost cause of `error` (the outer layers name rmcp's
