@@ -301,10 +301,8 @@ fn decode_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
     let memory = memory_body();
     let loci = loci_body();
     let no_options = Map::new();
-    let memory_protocol =
-        store::build("seren_memory", &no_options, &Default::default()).expect("memory protocol");
-    let loci_protocol =
-        store::build("seren_loci", &no_options, &Default::default()).expect("loci protocol");
+    let memory_protocol = store::build("seren_memory", &no_options).expect("memory protocol");
+    let loci_protocol = store::build("seren_loci", &no_options).expect("loci protocol");
     let typed_plain = |body: &[u8]| {
         serde_json::from_slice::<MemoryAnswer>(body)
             .ok()

@@ -7,19 +7,20 @@
 
 use crate::api::NewStore;
 use crate::api::{
-    Added, HealthAnswer, HealthStatus, Info, NameReason, Refusal, RefusalKind, Removed,
+    Added, Configured, HealthAnswer, HealthStatus, Info, NameReason, Refusal, RefusalKind, Removed,
     SearchAnswer, SearchRequest, StoreStatus, Stores,
 };
 use crate::chain::{Chain, Id, MAX_DEPTH};
 use crate::config::Config;
 use crate::fusion::RankedList;
 use crate::health::{Admission, Health, Outcome};
+use crate::knobs::Knobs;
 use crate::limits::MAX_BUDGET_TOKENS;
 use crate::packet::page::packet_cost;
 use crate::packet::{self, Cut, Row, Seen, edges, hops};
 use crate::roster::{Bound, Fan, Roster};
 use crate::store;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 pub use crate::limits::{MAX_N_RESULTS, MAX_QUERY_BYTES};
@@ -39,6 +40,8 @@ pub struct Federation {
     /// Searches under way, from every surface, capped at `server.max_in_flight`: REST's in-flight
     /// cap does not see MCP tool calls, which rmcp runs in each session's own task.
     searches: tokio::sync::Semaphore,
+    /// The live knobs: read once per search, swapped whole (`POST /configure`).
+    knobs: RwLock<Arc<Knobs>>,
 }
 
 impl Federation {
@@ -55,7 +58,9 @@ impl Federation {
             .pool_idle_timeout(Duration::from_secs(90))
             .build()?;
         let max_searches = config.server.max_in_flight;
+        let knobs = RwLock::new(Arc::new(Knobs::from_config(&config)));
         Ok(Self {
+            knobs,
             health: Health::new(config.federation.breaker),
             roster: Roster::new(Arc::new(config)),
             client,
@@ -74,6 +79,43 @@ impl Federation {
         &self.roster
     }
 
+    /// The live knobs, as the next search will read them.
+    pub fn knobs(&self) -> Arc<Knobs> {
+        // A poisoned lock only means a writer panicked between two whole-`Arc` states.
+        self.knobs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Puts `knobs` in force from the next search on.
+    pub fn set_knobs(&self, knobs: Knobs) {
+        *self.knobs.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(knobs);
+    }
+
+    /// `POST /configure` [5.3]: checks every field, then applies all of them at once, or none.
+    pub fn configure(&self, request: &crate::api::ConfigureRequest) -> Result<Configured, Refusal> {
+        let fan = self.roster.fan();
+        // Read, change and swap under the write lock, so two changes at once cannot lose one.
+        let mut live = self.knobs.write().unwrap_or_else(PoisonError::into_inner);
+        let (knobs, changed) = live.configure(request, &fan.rows)?;
+        *live = Arc::new(knobs);
+        drop(live);
+        if !changed.is_empty() {
+            tracing::info!(changed = %serde_json::Value::Object(changed.clone()), "knobs changed");
+        }
+        Ok(Configured {
+            ok: true,
+            changed,
+            active: fan.bound.len(),
+        })
+    }
+
+    /// `GET /knobs` [5.3].
+    pub fn knobs_answer(&self) -> crate::api::KnobsAnswer {
+        crate::knobs::answer(self.config(), &self.knobs(), &self.roster.fan().rows)
+    }
+
     /// Fans the query out, fuses, shapes the packet, answers. `chain` is where the search stands
     /// among callosums ([`Chain::root`] for a direct caller).
     pub async fn search(
@@ -88,9 +130,10 @@ impl Federation {
             ));
         }
         let query = request.query.as_str();
-        let n = self.check_request(query, request.n_results)?;
-        let federation = &self.config().federation;
-        let shaping = &federation.shaping;
+        // The knobs this search runs with, whatever changes while it runs.
+        let knobs = self.knobs();
+        let n = Self::check_request(query, request.n_results, &knobs)?;
+        let shaping = &knobs.shaping;
         let budget = check_budget(request.budget_tokens)?.or(shaping.budget_tokens);
         let Ok(_searching) = self.searches.try_acquire() else {
             return Err(Refusal::new(
@@ -98,31 +141,26 @@ impl Federation {
                 "busy: too many searches in flight; retry shortly",
             ));
         };
-        let cut = Cut::new(
-            shaping,
-            federation.k,
-            n,
-            request.n_results.is_some(),
-            budget,
-        );
-        let ask = packet::ask(n, federation.fetch_multiplier, budget);
+        let cut = Cut::new(shaping, knobs.k, n, request.n_results.is_some(), budget);
+        let ask = packet::ask(n, knobs.fetch_multiplier, budget);
         let fan = self.roster.fan();
         let fans = if shaping.hops_on() { shaping.hops } else { 1 };
         let below = self.below(&fan, chain, fans);
         let chains = (chain, &below);
-        let results = self.fan_out(&fan, query, ask, chains).await;
-        let mut first = Round::collect(&fan, results);
+        let round = Hop {
+            fan: &fan,
+            knobs: &knobs,
+            query,
+            cut: &cut,
+            ask,
+            chains,
+        };
+        let results = self.fan_out(&round, query).await;
+        let mut first = Round::collect(&round, results);
         let rows = first.rank(&cut);
         let (ranked, ranked_cost) = (rows.len(), packet_cost(rows.iter().map(|r| &r.hit)));
         let rows = self
-            .follow(
-                &fan,
-                query,
-                (rows, ranked_cost),
-                &first.answered,
-                (&cut, ask),
-                chains,
-            )
+            .follow(&round, (rows, ranked_cost), &first.answered)
             .await;
         // What follows the ranked rows never changes them: only its own rows are counted again.
         let tokens = ranked_cost + packet_cost(rows[ranked..].iter().map(|row| &row.hit));
@@ -141,29 +179,22 @@ impl Federation {
     /// supersedes edges, then topic edges, each fitted to what is left of the page.
     async fn follow(
         &self,
-        fan: &Fan,
-        query: &str,
+        round: &Hop<'_>,
         (mut rows, ranked_cost): (Vec<Row>, usize),
         answered: &[String],
-        (cut, ask): (&Cut, usize),
-        chains: (&Chain, &Chain),
     ) -> Vec<Row> {
-        let shaping = &self.config().federation.shaping;
+        let shaping = &round.knobs.shaping;
         if !(shaping.hops_on() || shaping.satellites_on() || shaping.topics_on()) {
             // Nothing follows: a core's satellites, taken off at decode, are dropped with it.
             return rows;
         }
         let mut seen: Seen = rows.iter().map(|row| row.hit.id.clone()).collect();
-        let mut left = cut.budget.map(|budget| budget.saturating_sub(ranked_cost));
+        let mut left = round
+            .cut
+            .budget
+            .map(|budget| budget.saturating_sub(ranked_cost));
         if shaping.hops_on() && !rows.is_empty() {
-            let round = Hop {
-                fan,
-                query,
-                cut,
-                ask,
-                chains,
-            };
-            let hopped = self.hop(&round, &rows, &mut seen, &mut left).await;
+            let hopped = self.hop(round, &rows, &mut seen, &mut left).await;
             rows.extend(hopped);
         }
         let satellite_budget = if shaping.satellites_on() {
@@ -174,13 +205,9 @@ impl Federation {
         let satellites = edges::satellites(&mut rows, satellite_budget, &mut seen, &mut left);
         rows.extend(satellites);
         if shaping.topics_on() {
-            let stores = fan
-                .bound
-                .iter()
+            let stores = (round.fan.bound.iter())
                 .filter(|b| b.caller.has_topics() && answered.contains(&b.name));
-            let topic_edges = self
-                .topic_edges(stores, &rows, shaping.edge_budget, chains.1, &mut left)
-                .await;
+            let topic_edges = self.topic_edges(round, stores, &rows, &mut left).await;
             rows.extend(topic_edges);
         }
         rows
@@ -206,7 +233,7 @@ impl Federation {
         seen: &mut Seen,
         left: &mut Option<usize>,
     ) -> Vec<Row> {
-        let shaping = &self.config().federation.shaping;
+        let shaping = &round.knobs.shaping;
         let mut kept: Vec<Row> = Vec::new();
         // Where the last round's hits start in `kept`; `None` while the frontier is the packet.
         let mut last_round: Option<usize> = None;
@@ -217,10 +244,8 @@ impl Federation {
             }
             let frontier = last_round.map_or(packet, |start| &kept[start..]);
             let bridge = hops::bridge(round.query, frontier, shaping.hop_terms);
-            let results = self
-                .fan_out(round.fan, &bridge, round.ask, round.chains)
-                .await;
-            let ranked = Round::collect(round.fan, results).rank(round.cut);
+            let results = self.fan_out(round, &bridge).await;
+            let ranked = Round::collect(round, results).rank(round.cut);
             let new = hops::keep_new(ranked, hop, &bridge, room, seen, left);
             if new.is_empty() {
                 break;
@@ -236,12 +261,12 @@ impl Federation {
     /// entry, and is not recorded in health (5.3.0 keeps these calls silent too).
     async fn topic_edges(
         &self,
+        round: &Hop<'_>,
         stores: impl Iterator<Item = &Arc<Bound>>,
         rows: &[Row],
-        budget: usize,
-        chain: &Chain,
         left: &mut Option<usize>,
     ) -> Vec<Row> {
+        let budget = round.knobs.shaping.edge_budget;
         let topics = edges::topics(rows);
         if topics.is_empty() || left.is_some_and(|left| left < 2) {
             return Vec::new();
@@ -250,7 +275,13 @@ impl Federation {
         let calls = stores.map(|bound| async {
             let answer = bound
                 .caller
-                .by_topic(&self.client, &topics, budget, &exclude, chain)
+                .by_topic(
+                    &self.client,
+                    &topics,
+                    budget,
+                    &exclude,
+                    (round.chains.1, round.knobs.call(bound)),
+                )
                 .await?;
             match answer {
                 Ok(hits) => Some((bound.name.clone(), hits)),
@@ -264,8 +295,18 @@ impl Federation {
         edges::topic_edges(answers.into_iter().flatten().collect(), budget, left)
     }
 
+    /// Removes the run-time weight and floor of a store that left the roster.
+    fn forget_override(&self, name: &str) {
+        let knobs = self.knobs();
+        if knobs.stores.contains_key(name) {
+            let mut kept = (*knobs).clone();
+            kept.stores.remove(name);
+            self.set_knobs(kept);
+        }
+    }
+
     /// Checks a search's query and `n_results`, and says how many fused hits it wants.
-    fn check_request(&self, query: &str, n_results: Option<i64>) -> Result<usize, Refusal> {
+    fn check_request(query: &str, n_results: Option<i64>, knobs: &Knobs) -> Result<usize, Refusal> {
         if query.len() > MAX_QUERY_BYTES {
             return Err(Refusal::new(
                 RefusalKind::TooLarge,
@@ -279,7 +320,7 @@ impl Federation {
             return Err(Refusal::unprocessable("query must not be empty"));
         }
         match n_results {
-            None => Ok(self.config().federation.n_results),
+            None => Ok(knobs.n_results),
             Some(n) if (1..=MAX_N_RESULTS).contains(&n) => Ok(n as usize),
             Some(n) => Err(Refusal::unprocessable(format!(
                 "n_results must be within 1..={MAX_N_RESULTS}, got {n}"
@@ -292,11 +333,10 @@ impl Federation {
     /// may be a callosum too); too deep in a chain, or out of budget, a store is named, not asked.
     async fn fan_out(
         &self,
-        fan: &Fan,
+        round: &Hop<'_>,
         query: &str,
-        ask: usize,
-        (chain, below): (&Chain, &Chain),
     ) -> Vec<Result<Vec<store::Hit>, Unanswered>> {
+        let (fan, (chain, below)) = (round.fan, round.chains);
         let (asked, not_asked) = if chain.depth >= MAX_DEPTH {
             (0, Unanswered::TooDeep)
         } else {
@@ -305,7 +345,7 @@ impl Federation {
         };
         let calls = fan.bound[..asked]
             .iter()
-            .map(|bound| self.call(bound, query, ask, below));
+            .map(|bound| self.call(bound, query, round.ask, (below, round.knobs.call(bound))));
         let mut results = futures_util::future::join_all(calls).await;
         results.extend(fan.bound[asked..].iter().map(|_| Err(not_asked.clone())));
         results
@@ -317,7 +357,7 @@ impl Federation {
         bound: &Bound,
         query: &str,
         ask: usize,
-        chain: &Chain,
+        how: (&Chain, store::Call),
     ) -> Result<Vec<store::Hit>, Unanswered> {
         let probe = match self.health.admit(&bound.name) {
             Admission::Skip { last_error } => return Err(Unanswered::CircuitOpen(last_error)),
@@ -329,7 +369,7 @@ impl Federation {
             }),
         };
         let started = std::time::Instant::now();
-        let result = bound.caller.search(&self.client, query, ask, chain).await;
+        let result = bound.caller.search(&self.client, query, ask, how).await;
         // A store removed while this call was under way keeps no record (it would come back on
         // the health page, and a new store under its name would inherit it).
         if self.roster.fan().bound.iter().any(|b| b.name == bound.name) {
@@ -371,7 +411,7 @@ impl Federation {
     /// The roster as `GET /stores` shows it, with each active store's breaker state.
     pub fn stores(&self) -> Stores {
         let fan = self.roster.fan();
-        let federation = &self.config().federation;
+        let knobs = self.knobs();
         let mut rows = fan.rows.clone();
         for row in rows
             .iter_mut()
@@ -379,13 +419,19 @@ impl Federation {
         {
             row.breaker = Some(self.health.breaker(&row.name));
         }
+        for row in &mut rows {
+            if let Some(set) = knobs.stores.get(&row.name) {
+                row.weight = set.weight.unwrap_or(row.weight);
+                row.floor = set.floor.unwrap_or(row.floor);
+            }
+        }
         Stores {
             stores: rows,
             active: fan.bound.len(),
-            k: federation.k,
-            n_results: federation.n_results,
-            shaping: federation.shaping.clone(),
-            fetch_multiplier: federation.fetch_multiplier,
+            k: knobs.k,
+            n_results: knobs.n_results,
+            shaping: knobs.shaping.clone(),
+            fetch_multiplier: knobs.fetch_multiplier,
             supported_knobs: packet::KNOBS.iter().map(|&k| k.to_owned()).collect(),
             types: store::type_names().into_iter().map(str::to_owned).collect(),
             presets: (store::mcp::preset::PRESETS.iter())
@@ -414,6 +460,7 @@ impl Federation {
     pub async fn remove_store(&self, name: &str) -> Result<Removed, Refusal> {
         let active = self.roster.remove(name).await?;
         self.forget_departed();
+        self.forget_override(name);
         Ok(Removed {
             ok: true,
             removed: name.to_owned(),
@@ -440,9 +487,11 @@ impl Federation {
     }
 }
 
-/// What every hop round fans with: the same stores, query, cut, ask and chain as the first.
+/// What every round of a search fans with: the same stores, knobs, query, cut, ask and chain as
+/// the first.
 struct Hop<'a> {
     fan: &'a Fan,
+    knobs: &'a Knobs,
     query: &'a str,
     cut: &'a Cut,
     ask: usize,
@@ -458,8 +507,9 @@ struct Round<'a> {
 }
 
 impl<'a> Round<'a> {
-    fn collect(fan: &'a Fan, results: Vec<Result<Vec<store::Hit>, Unanswered>>) -> Self {
-        let mut round = Round {
+    fn collect(round: &Hop<'a>, results: Vec<Result<Vec<store::Hit>, Unanswered>>) -> Self {
+        let fan = round.fan;
+        let mut collected = Round {
             answered: Vec::new(),
             lists: Vec::new(),
             bound: Vec::new(),
@@ -468,11 +518,12 @@ impl<'a> Round<'a> {
         for (bound, result) in fan.bound.iter().zip(results) {
             match result {
                 Ok(hits) => {
-                    round.answered.push(bound.name.clone());
-                    round.bound.push(bound);
-                    round.lists.push(RankedList {
-                        weight: bound.weight,
-                        floor: bound.floor,
+                    let (weight, floor) = round.knobs.weight_and_floor(bound);
+                    collected.answered.push(bound.name.clone());
+                    collected.bound.push(bound);
+                    collected.lists.push(RankedList {
+                        weight,
+                        floor,
                         hits,
                     });
                 }
@@ -481,14 +532,14 @@ impl<'a> Round<'a> {
                     // openings, are logged at warn by `health`, so a dead store does not write
                     // a line per search.
                     tracing::debug!(store = %bound.name, reason = %why, "store gave nothing");
-                    round.failed.push(NameReason {
+                    collected.failed.push(NameReason {
                         name: bound.name.clone(),
                         reason: why.to_string(),
                     });
                 }
             }
         }
-        round
+        collected
     }
 
     /// The round's lists fused and cut into rows (the lists are used up).

@@ -110,6 +110,10 @@ pub fn router(state: AppState) -> Router {
         None => server.token.clone(),
     };
     let guard = Arc::new(crate::guard::Guard::new(server, is_public));
+    let access_log = AccessLog {
+        on: server.access_log,
+        queries: server.log_queries,
+    };
     let in_flight = Arc::new(Semaphore::new(
         state.federation.config().server.max_in_flight,
     ));
@@ -130,7 +134,7 @@ pub fn router(state: AppState) -> Router {
         // Outside auth and the in-flight cap: a page in a browser is refused before anything else
         // looks at its request, and a CORS preflight (which carries no token) is answered here.
         .layer(middleware::from_fn_with_state(guard, crate::guard::layer))
-        .layer(middleware::from_fn(request_id))
+        .layer(middleware::from_fn_with_state(access_log, request_id))
 }
 
 /// Every route, in one table, so that tests can enumerate them (and check each one's auth).
@@ -146,6 +150,8 @@ pub fn routes(state: &AppState) -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/search", post(search)),
         ("/stores", get(list_stores).post(add_store)),
         ("/stores/{name}", delete(remove_store)),
+        ("/configure", post(configure)),
+        ("/knobs", get(knobs)),
         ("/viewer", get(viewer)),
         ("/viewer/", get(viewer)),
         ("/mcp", mcp.clone()),
@@ -171,7 +177,14 @@ async fn search(
     let request: SearchRequest = decode_body(body)?;
     let chain = Chain::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()));
     let answer = state.federation.search(&request, &chain).await?;
-    Ok(Json(answer).into_response())
+    let searched = Searched {
+        asked: answer.stores_searched.len() + answer.failed.len(),
+        failed: answer.failed.len(),
+        query: request.query.clone(),
+    };
+    let mut response = Json(answer).into_response();
+    response.extensions_mut().insert(searched);
+    Ok(response)
 }
 
 async fn health_stores(State(state): State<AppState>) -> Response {
@@ -188,6 +201,23 @@ async fn add_store(
 ) -> Result<Response, ApiError> {
     let new: NewStore = decode_body(body)?;
     Ok(Json(state.federation.add_store(new).await?).into_response())
+}
+
+async fn configure(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: crate::api::ConfigureRequest = decode_body(body)?;
+    Ok(Json(state.federation.configure(&request)?).into_response())
+}
+
+async fn knobs(State(state): State<AppState>) -> Response {
+    // It reads the config file again: off the async threads.
+    let federation = state.federation.clone();
+    match tokio::task::spawn_blocking(move || federation.knobs_answer()).await {
+        Ok(answer) => Json(answer).into_response(),
+        Err(join) => std::panic::resume_unwind(join.into_panic()),
+    }
 }
 
 async fn remove_store(
@@ -403,7 +433,27 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// Echoes the caller's `X-Request-Id` (when it is a sane one) or mints one, on every response,
 /// and logs the request at debug level.
-async fn request_id(request: Request, next: Next) -> Response {
+/// What a search's request line says of it: how many stores were asked and failed, and (only
+/// with `server.log_queries`) the query.
+#[derive(Clone)]
+struct Searched {
+    asked: usize,
+    failed: usize,
+    query: String,
+}
+
+/// How requests are logged: `server.access_log` and `server.log_queries`.
+#[derive(Clone, Copy)]
+struct AccessLog {
+    on: bool,
+    queries: bool,
+}
+
+/// Gives every request an id (the caller's, when it sent a fit one) and answers with it, and
+/// writes one line per request: at info with `server.access_log`, else at debug. A line carries
+/// method, path, status, milliseconds and the id, and for a search the stores asked and failed;
+/// never a token, and the query only with `server.log_queries`.
+async fn request_id(State(log): State<AccessLog>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = request
         .headers()
@@ -414,14 +464,19 @@ async fn request_id(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let mut response = next.run(request).await;
-    tracing::debug!(
-        %method,
-        %path,
-        status = response.status().as_u16(),
-        ms = started.elapsed().as_secs_f64() * 1000.0,
-        rid = %id,
-        "request"
-    );
+    let status = response.status().as_u16();
+    let ms = (started.elapsed().as_secs_f64() * 1000.0 * 100.0).round() / 100.0;
+    let path = crate::text::escaped(&path);
+    let searched = response.extensions().get::<Searched>();
+    let (asked, failed) = searched.map_or((None, None), |s| (Some(s.asked), Some(s.failed)));
+    let query = searched
+        .filter(|_| log.queries)
+        .map(|s| crate::text::escaped(&crate::text::cut(&s.query, 200)));
+    if log.on {
+        tracing::info!(%method, %path, status, ms, rid = %id, stores_asked = asked, stores_failed = failed, query, "request");
+    } else {
+        tracing::debug!(%method, %path, status, ms, rid = %id, stores_asked = asked, stores_failed = failed, query, "request");
+    }
     // A minted id is hex and an echoed one was checked to be visible ASCII, so this cannot fail.
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, value);

@@ -38,6 +38,7 @@ pub mod health;
 pub mod http;
 pub mod jsonrpc;
 pub mod keychain;
+pub mod knobs;
 pub mod limits;
 pub mod listener;
 pub mod mcp;

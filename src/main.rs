@@ -601,7 +601,8 @@ async fn check_mcp_tools(federation: &Federation, out: &mut String) -> bool {
         let Caller::Mcp(store) = &bound.caller else {
             continue;
         };
-        let line = match store.check_tools().await {
+        let timeout = federation.knobs().call(bound).timeout;
+        let line = match store.check_tools(timeout).await {
             Ok(check) => {
                 healthy &= McpStore::fits(&check);
                 let takes = match check.takes_query {

@@ -133,6 +133,27 @@ fn portable(schema: &JsonObject) -> Arc<JsonObject> {
     }
 }
 
+/// The request line of a `search` tool call (over stdio there is no HTTP request to log), as
+/// `server.access_log` and `server.log_queries` say.
+fn log_search(federation: &Federation, query: &str, answer: &SearchAnswer, started: Instant) {
+    let server = &federation.config().server;
+    if !server.access_log {
+        return;
+    }
+    let ms = (started.elapsed().as_secs_f64() * 1000.0 * 100.0).round() / 100.0;
+    let query = server
+        .log_queries
+        .then(|| crate::text::escaped(&crate::text::cut(query, 200)));
+    tracing::info!(
+        tool = "search",
+        ms,
+        stores_asked = answer.stores_searched.len() + answer.failed.len(),
+        stores_failed = answer.failed.len(),
+        query,
+        "mcp tool call"
+    );
+}
+
 /// Decodes tool arguments, as a tool error naming the field when they do not fit.
 fn arguments<T: serde::de::DeserializeOwned>(arguments: JsonObject) -> Result<T, String> {
     decode_value(serde_json::Value::Object(arguments))
@@ -176,11 +197,13 @@ fewer tokens. Read-only.",
         let args: SearchToolRequest = arguments(args)?;
         // A callosum that fans this one through MCP says where the search stands in `_meta`.
         let chain = Chain::from_meta(&meta.0.0);
+        let started = Instant::now();
         let answer = self
             .federation
             .search(&args.search, &chain)
             .await
             .map_err(refused)?;
+        log_search(&self.federation, &args.search.query, &answer, started);
         let format = args
             .format
             .unwrap_or(self.federation.config().server.mcp_format);

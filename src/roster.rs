@@ -19,7 +19,6 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 /// A store that is fanned.
 #[derive(Debug)]
@@ -575,7 +574,6 @@ fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
     // The config's one rule (inline, keychain, env; failing closed): a pointer that leads
     // nowhere skips the store, which is never called without the token it needs.
     let token = config.store_token(entry)?;
-    let timeout: Duration = entry.timeout.unwrap_or(config.federation.per_store_timeout);
     let caller = match (&entry.endpoint, entry.kind == store::mcp::TYPE.name) {
         (endpoint, true) => {
             let spec = store::mcp::Spec::parse(&entry.options)?;
@@ -592,15 +590,12 @@ fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
                 }
                 Endpoint::Program(program) => Link::Stdio(program.clone()),
             };
-            Caller::Mcp(McpStore::new(&entry.name, spec, link, timeout))
+            Caller::Mcp(McpStore::new(&entry.name, spec, link))
         }
         (Endpoint::Url(url), false) => {
-            let context = store::Context {
-                surroundings: config.federation.shaping.satellites_on(),
-            };
-            let protocol = store::build(&entry.kind, &entry.options, &context)?;
+            let protocol = store::build(&entry.kind, &entry.options)?;
             let path = store::search_path(&entry.options)?;
-            let remote = Remote::new(url.join(&path), token, protocol, timeout);
+            let remote = Remote::new(url.join(&path), token, protocol);
             Caller::Http(if store::speaks_topics(&entry.kind) {
                 remote.with_topics(url.join(&store::topic_search_path(&entry.options)?))
             } else {

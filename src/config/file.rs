@@ -113,6 +113,8 @@ pub(super) struct FileServer {
     pub(super) max_mcp_sessions: Option<usize>,
     pub(super) header_timeout_s: Option<f64>,
     pub(super) mcp_format: Option<String>,
+    pub(super) access_log: Option<Flag>,
+    pub(super) log_queries: Option<Flag>,
 }
 
 #[derive(Debug, Default, Deserialize)]

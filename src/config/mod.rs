@@ -21,7 +21,9 @@ mod store;
 mod tests;
 
 pub use secret::{Missing, Pointers, Secret};
-pub use store::{Endpoint, Invalid, Program, RawStoreEntry, StoreEntry, StoreUrl, check_name};
+pub use store::{
+    Endpoint, Invalid, Program, RawStoreEntry, StoreEntry, StoreUrl, check_name, weight_and_floor,
+};
 
 use crate::keychain::{Keychain, Pointer};
 use crate::limits::MAX_N_RESULTS;
@@ -186,6 +188,11 @@ pub struct Server {
     pub header_timeout: Duration,
     /// How the MCP `search` tool writes its text block when the call does not say.
     pub mcp_format: crate::api::TextFormat,
+    /// One line per request at info (`server.access_log`, default on).
+    pub access_log: bool,
+    /// The request line of a search also carries its query (`server.log_queries`, default off:
+    /// a query is what a person asked).
+    pub log_queries: bool,
 }
 
 /// Where the inbound token comes from, as `check` and `GET /knobs` may say it.
@@ -400,7 +407,7 @@ impl Config {
                 .any(|store| store.token_keyring.as_ref() == Some(pointer))
     }
 
-    /// An empty configuration (no file, no environment), for tests.
+    /// An empty configuration (no file, no environment): every default.
     pub fn empty(path: &Path) -> Self {
         // Parsing an empty document with an empty environment cannot fail: every default is valid.
         Self::parse(path, "", &Env::none()).expect("the defaults are a valid configuration")
@@ -447,28 +454,23 @@ fn read_federation(
     problems: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> Federation {
-    let k = f.k.unwrap_or(60);
-    if k == 0 {
-        problems.push("federation.k must be a whole number >= 1, got 0".into());
-    }
-    let n_results = within(
-        "federation.n_results",
-        f.n_results.unwrap_or(10),
-        1..=200,
-        problems,
-    );
-    let fetch_multiplier = within(
-        "federation.fetch_multiplier",
-        f.fetch_multiplier.unwrap_or(2),
-        1..=100,
-        problems,
-    );
-    let per_store_timeout = seconds(
-        "federation.per_store_timeout_s",
-        Some(f.per_store_timeout_s.unwrap_or(5.0)),
-        Duration::from_secs(5),
-        problems,
-    );
+    let input = KnobInput {
+        k: f.k,
+        n_results: f.n_results,
+        fetch_multiplier: f.fetch_multiplier,
+        per_store_timeout_s: f.per_store_timeout_s,
+        authority_margin: f.authority_margin,
+        min_per_store: f.min_per_store,
+        budget_tokens: f.budget_tokens,
+        satellite_edges_enabled: f.satellite_edges_enabled.map(|f| f.0),
+        satellite_budget: f.satellite_budget,
+        edges_enabled: f.edges_enabled.map(|f| f.0),
+        edge_budget: f.edge_budget,
+        hops: f.hops,
+        hop_terms: f.hop_terms,
+        hop_budget: f.hop_budget,
+    };
+    let knobs = read_knobs(&input, "federation.", problems);
     let defaults = crate::health::BreakerSettings::default();
     let cooldown = seconds(
         "federation.breaker_cooldown_s",
@@ -495,7 +497,6 @@ fn read_federation(
         1..=MAX_MAX_STORES,
         problems,
     );
-    let shaping = read_shaping(&f, problems);
     let stores = read_stores(f.stores.unwrap_or_default(), path, problems, warnings);
     if stores.len() > max_stores {
         warnings.push(format!(
@@ -505,38 +506,108 @@ fn read_federation(
         ));
     }
     Federation {
-        k,
-        n_results,
-        fetch_multiplier,
-        per_store_timeout,
+        k: knobs.k,
+        n_results: knobs.n_results,
+        fetch_multiplier: knobs.fetch_multiplier,
+        per_store_timeout: knobs.per_store_timeout,
         breaker: crate::health::BreakerSettings {
             failures: f.breaker_failures.unwrap_or(defaults.failures),
             cooldown,
             max_cooldown,
         },
         max_stores,
-        shaping,
+        shaping: knobs.shaping,
         stores,
     }
 }
 
-/// The packet's knobs under `federation:`, with 5.3.0's names; absent keys are plain RRF.
-fn read_shaping(f: &FileFederation, problems: &mut Vec<String>) -> crate::packet::Shaping {
+/// The knobs that can change while the service runs, as given (the file's `federation:`, or a
+/// `POST /configure` over the live values); absent ones take their defaults.
+#[derive(Debug, Clone, Default)]
+pub struct KnobInput {
+    pub k: Option<u32>,
+    pub n_results: Option<usize>,
+    pub fetch_multiplier: Option<usize>,
+    pub per_store_timeout_s: Option<f64>,
+    pub authority_margin: Option<f64>,
+    pub min_per_store: Option<usize>,
+    /// 0 is "no page" [5.3].
+    pub budget_tokens: Option<usize>,
+    pub satellite_edges_enabled: Option<bool>,
+    pub satellite_budget: Option<usize>,
+    pub edges_enabled: Option<bool>,
+    pub edge_budget: Option<usize>,
+    pub hops: Option<usize>,
+    pub hop_terms: Option<usize>,
+    pub hop_budget: Option<usize>,
+}
+
+/// Those knobs, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnobValues {
+    pub k: u32,
+    pub n_results: usize,
+    pub fetch_multiplier: usize,
+    pub per_store_timeout: Duration,
+    pub shaping: crate::packet::Shaping,
+}
+
+/// The one set of rules for the live knobs, for the file and `POST /configure` alike: every value
+/// out of range is named (`prefix` + key), and the defaults stand in for them.
+pub fn read_knobs(input: &KnobInput, prefix: &str, problems: &mut Vec<String>) -> KnobValues {
+    let k = input.k.unwrap_or(60);
+    if k == 0 {
+        problems.push(format!("{prefix}k must be a whole number >= 1, got 0"));
+    }
+    let n_results = within(
+        &format!("{prefix}n_results"),
+        input.n_results.unwrap_or(10),
+        1..=200,
+        problems,
+    );
+    let fetch_multiplier = within(
+        &format!("{prefix}fetch_multiplier"),
+        input.fetch_multiplier.unwrap_or(2),
+        1..=100,
+        problems,
+    );
+    let per_store_timeout = seconds(
+        &format!("{prefix}per_store_timeout_s"),
+        Some(input.per_store_timeout_s.unwrap_or(5.0)),
+        Duration::from_secs(5),
+        problems,
+    );
+    KnobValues {
+        k,
+        n_results,
+        fetch_multiplier,
+        per_store_timeout,
+        shaping: read_shaping(input, prefix, problems),
+    }
+}
+
+/// The packet's knobs, with 5.3.0's names; absent keys are plain RRF.
+fn read_shaping(f: &KnobInput, prefix: &str, problems: &mut Vec<String>) -> crate::packet::Shaping {
     use crate::limits::{MAX_BUDGET_TOKENS, MAX_EDGE_BUDGET, MAX_HOPS};
     let defaults = crate::packet::Shaping::default();
     let margin = f.authority_margin.unwrap_or(defaults.authority_margin);
     if !(margin.is_finite() && (0.0..=1.0).contains(&margin)) {
         problems.push(format!(
-            "federation.authority_margin must be within 0..=1, got {margin}"
+            "{prefix}authority_margin must be within 0..=1, got {margin}"
         ));
     }
     let count = |key: &str, value: Option<usize>, default: usize, range, problems: &mut _| {
-        within(key, value.unwrap_or(default), range, problems)
+        within(
+            &format!("{prefix}{key}"),
+            value.unwrap_or(default),
+            range,
+            problems,
+        )
     };
     crate::packet::Shaping {
         authority_margin: margin,
         min_per_store: count(
-            "federation.min_per_store",
+            "min_per_store",
             f.min_per_store,
             defaults.min_per_store,
             0..=MAX_N_RESULTS as usize,
@@ -546,7 +617,7 @@ fn read_shaping(f: &FileFederation, problems: &mut Vec<String>) -> crate::packet
         budget_tokens: match f.budget_tokens {
             None | Some(0) => None,
             Some(budget) => Some(within(
-                "federation.budget_tokens",
+                &format!("{prefix}budget_tokens"),
                 budget,
                 1..=MAX_BUDGET_TOKENS,
                 problems,
@@ -554,38 +625,32 @@ fn read_shaping(f: &FileFederation, problems: &mut Vec<String>) -> crate::packet
         },
         satellite_edges: f
             .satellite_edges_enabled
-            .map_or(defaults.satellite_edges, |f| f.0),
+            .unwrap_or(defaults.satellite_edges),
         satellite_budget: count(
-            "federation.satellite_budget",
+            "satellite_budget",
             f.satellite_budget,
             defaults.satellite_budget,
             0..=MAX_EDGE_BUDGET,
             problems,
         ),
-        topic_edges: f.edges_enabled.map_or(defaults.topic_edges, |f| f.0),
+        topic_edges: f.edges_enabled.unwrap_or(defaults.topic_edges),
         edge_budget: count(
-            "federation.edge_budget",
+            "edge_budget",
             f.edge_budget,
             defaults.edge_budget,
             0..=MAX_EDGE_BUDGET,
             problems,
         ),
-        hops: count(
-            "federation.hops",
-            f.hops,
-            defaults.hops,
-            1..=MAX_HOPS,
-            problems,
-        ),
+        hops: count("hops", f.hops, defaults.hops, 1..=MAX_HOPS, problems),
         hop_terms: count(
-            "federation.hop_terms",
+            "hop_terms",
             f.hop_terms,
             defaults.hop_terms,
             0..=MAX_EDGE_BUDGET,
             problems,
         ),
         hop_budget: count(
-            "federation.hop_budget",
+            "hop_budget",
             f.hop_budget,
             defaults.hop_budget,
             0..=MAX_N_RESULTS as usize,
@@ -701,6 +766,8 @@ fn read_server(
                 crate::api::TextFormat::default()
             }),
         },
+        access_log: s.access_log.is_none_or(|f| f.0),
+        log_queries: s.log_queries.is_some_and(|f| f.0),
     };
     let asked = Asked {
         inline: s.bearer_token,

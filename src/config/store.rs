@@ -341,7 +341,7 @@ impl RawStoreEntry {
 
 /// A store's weight (finite, > 0; default 1) and floor (0..=1; default 0), or the field that is
 /// out of range and why.
-fn weight_and_floor(
+pub fn weight_and_floor(
     weight: Option<f64>,
     floor: Option<f64>,
 ) -> Result<(f64, f64), (&'static str, String)> {

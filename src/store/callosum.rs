@@ -25,7 +25,7 @@ pub const MAX_N: usize = 200;
 
 struct Callosum;
 
-fn build(_options: &Options, _context: &super::Context) -> Result<Box<dyn Protocol>, String> {
+fn build(_options: &Options) -> Result<Box<dyn Protocol>, String> {
     Ok(Box::new(Callosum))
 }
 
@@ -52,7 +52,7 @@ struct InnerHit<'a> {
 }
 
 impl Protocol for Callosum {
-    fn request(&self, query: &str, n: usize) -> Value {
+    fn request(&self, query: &str, n: usize, _context: &super::Context) -> Value {
         json!({"query": query, "n_results": n.clamp(1, MAX_N)})
     }
 
@@ -98,8 +98,11 @@ mod tests {
     #[test]
     fn request_and_decode() {
         let c = Callosum;
-        assert_eq!(c.request("q", 20), json!({"query": "q", "n_results": 20}));
-        assert_eq!(c.request("q", 900)["n_results"], 200);
+        assert_eq!(
+            c.request("q", 20, &Default::default()),
+            json!({"query": "q", "n_results": 20})
+        );
+        assert_eq!(c.request("q", 900, &Default::default())["n_results"], 200);
         let hits = c
             .decode(br#"{"query":"q","hits":[{"store":"facts","id":"f1","content":"k = v","score":0.0164,
                 "store_rank":1,"base_relevance":0.9,"native_score":0.9,"raw_distance":null,"metadata":{"key":"k"}}],

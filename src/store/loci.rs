@@ -31,7 +31,7 @@ struct Loci {
     include_superseded: bool,
 }
 
-fn build(options: &Options, _context: &super::Context) -> Result<Box<dyn Protocol>, String> {
+fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
     Ok(Box::new(Loci {
         project: options.text("project")?,
         include_fundamentals: options.flag("include_fundamentals", true)?,
@@ -64,7 +64,7 @@ struct Fact<'a> {
 }
 
 impl Protocol for Loci {
-    fn request(&self, query: &str, n: usize) -> Value {
+    fn request(&self, query: &str, n: usize, _context: &super::Context) -> Value {
         let mut body = json!({
             "query": query,
             "n_results": n,
@@ -134,17 +134,20 @@ mod tests {
         let Value::Object(options) = options else {
             panic!("options must be an object")
         };
-        build(&Options(&options), &Default::default()).expect("valid options")
+        build(&Options(&options)).expect("valid options")
     }
 
     #[test]
     fn request_scopes_a_project_only_when_set() {
         assert_eq!(
-            loci(json!({})).request("cuda", 20),
+            loci(json!({})).request("cuda", 20, &Default::default()),
             json!({"query": "cuda", "n_results": 20, "include_fundamentals": true, "include_superseded": false})
         );
-        let scoped =
-            loci(json!({"project": "jetson", "include_fundamentals": false})).request("q", 75);
+        let scoped = loci(json!({"project": "jetson", "include_fundamentals": false})).request(
+            "q",
+            75,
+            &Default::default(),
+        );
         assert_eq!(
             scoped,
             json!({"query": "q", "n_results": 75, "include_fundamentals": false, "include_superseded": false, "project": "jetson"})

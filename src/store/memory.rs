@@ -36,10 +36,11 @@ struct Memory {
     include_near: bool,
     include_long: bool,
     include_superseded: bool,
-    with_surroundings: bool,
+    /// The store's own `with_surroundings`; without it, whether satellite edges are on.
+    with_surroundings: Option<bool>,
 }
 
-fn build(options: &Options, context: &super::Context) -> Result<Box<dyn Protocol>, String> {
+fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
     super::topic_search_path(options.0)?;
     Ok(Box::new(Memory {
         include_short: options.flag("include_short", true)?,
@@ -47,7 +48,7 @@ fn build(options: &Options, context: &super::Context) -> Result<Box<dyn Protocol
         include_long: options.flag("include_long", true)?,
         include_superseded: options.flag("include_superseded", false)?,
         // Satellite edges need the surroundings; the store's own option wins [5.3].
-        with_surroundings: options.flag("with_surroundings", context.surroundings)?,
+        with_surroundings: options.maybe_flag("with_surroundings")?,
     }))
 }
 
@@ -77,7 +78,7 @@ struct MemoryHit<'a> {
 }
 
 impl Protocol for Memory {
-    fn request(&self, query: &str, n: usize) -> Value {
+    fn request(&self, query: &str, n: usize, context: &super::Context) -> Value {
         json!({
             "query": query,
             "n_results": n.clamp(1, MAX_N),
@@ -85,7 +86,7 @@ impl Protocol for Memory {
             "include_near": self.include_near,
             "include_long": self.include_long,
             "include_superseded": self.include_superseded,
-            "with_surroundings": self.with_surroundings,
+            "with_surroundings": self.with_surroundings.unwrap_or(context.surroundings),
         })
     }
 
@@ -268,21 +269,21 @@ mod tests {
         let Value::Object(options) = options else {
             panic!("options must be an object")
         };
-        build(&Options(&options), &Default::default()).expect("valid options")
+        build(&Options(&options)).expect("valid options")
     }
 
     #[test]
     fn request_sends_every_key_and_clamps_n() {
         let m = memory(json!({}));
         assert_eq!(
-            m.request("cuda", 20),
+            m.request("cuda", 20, &Default::default()),
             json!({"query": "cuda", "n_results": 20, "include_short": true, "include_near": true,
                    "include_long": true, "include_superseded": false, "with_surroundings": false})
         );
-        assert_eq!(m.request("q", 75)["n_results"], 50);
-        assert_eq!(m.request("q", 0)["n_results"], 1);
+        assert_eq!(m.request("q", 75, &Default::default())["n_results"], 50);
+        assert_eq!(m.request("q", 0, &Default::default())["n_results"], 1);
         let m = memory(json!({"include_near": false, "with_surroundings": true}));
-        let body = m.request("q", 5);
+        let body = m.request("q", 5, &Default::default());
         assert_eq!(body["include_near"], false);
         assert_eq!(body["with_surroundings"], true);
     }
@@ -292,9 +293,7 @@ mod tests {
         let Value::Object(options) = json!({"include_long": "yes"}) else {
             unreachable!()
         };
-        let err = build(&Options(&options), &Default::default())
-            .err()
-            .expect("refused");
+        let err = build(&Options(&options)).err().expect("refused");
         assert!(err.contains("include_long"), "{err}");
     }
 
@@ -412,20 +411,25 @@ mod tests {
             let Value::Object(options) = options else {
                 unreachable!()
             };
-            build(&Options(&options), &on).unwrap()
+            build(&Options(&options)).unwrap()
         };
         assert_eq!(
-            build_with(json!({})).request("q", 5)["with_surroundings"],
+            build_with(json!({})).request("q", 5, &on)["with_surroundings"],
             true
         );
+        // Read per request: satellite edges turned off live are off at the next search.
         assert_eq!(
-            build_with(json!({"with_surroundings": false})).request("q", 5)["with_surroundings"],
+            build_with(json!({})).request("q", 5, &Default::default())["with_surroundings"],
+            false
+        );
+        assert_eq!(
+            build_with(json!({"with_surroundings": false})).request("q", 5, &on)["with_surroundings"],
             false
         );
         let Value::Object(bad) = json!({"topic_search_path": "by_topic"}) else {
             unreachable!()
         };
-        let err = build(&Options(&bad), &on).err().unwrap();
+        let err = build(&Options(&bad)).err().unwrap();
         assert!(err.contains("topic_search_path"), "{err}");
     }
 

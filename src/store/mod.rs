@@ -28,8 +28,8 @@ use std::marker::PhantomData;
 
 /// A store's wire format.
 pub trait Protocol: Send + Sync {
-    /// The request body asking for (about) `n` hits for `query`.
-    fn request(&self, query: &str, n: usize) -> Value;
+    /// The request body asking for (about) `n` hits for `query`, as this search's knobs say.
+    fn request(&self, query: &str, n: usize, context: &Context) -> Value;
     /// Reads the store's answer, best hit first, keeping at most `limit` hits (what was asked):
     /// the rest are read over without being kept, so an answer of millions of tiny hits costs the
     /// body and no more.
@@ -46,8 +46,8 @@ pub trait Protocol: Send + Sync {
     }
 }
 
-/// What the federation tells a protocol when it is built.
-#[derive(Debug, Clone, Copy, Default)]
+/// What a search's live knobs tell a protocol about one request.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Context {
     /// Satellite edges are on: a SerenMemory store is asked for its cores' surroundings (unless
     /// its own `with_surroundings` option says otherwise).
@@ -177,7 +177,15 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for OptionalList<T> {
 }
 
 /// How a type builds its protocol from an entry's options; an error names the bad option.
-pub type Builder = fn(&Options, &Context) -> Result<Box<dyn Protocol>, String>;
+pub type Builder = fn(&Options) -> Result<Box<dyn Protocol>, String>;
+
+/// How one search calls one store, from the knobs it started with.
+#[derive(Debug, Clone, Copy)]
+pub struct Call {
+    /// The whole call's deadline: the store's own `timeout_s`, else `per_store_timeout_s`.
+    pub timeout: std::time::Duration,
+    pub context: Context,
+}
 
 /// One store type: its name in the config and how its stores are called.
 pub struct StoreType {
@@ -223,11 +231,11 @@ impl Caller {
         client: &reqwest::Client,
         query: &str,
         n: usize,
-        chain: &Chain,
+        (chain, call): (&Chain, Call),
     ) -> Result<Vec<Hit>, Failure> {
         match self {
-            Caller::Http(remote) => remote.search(client, query, n, chain).await,
-            Caller::Mcp(store) => store.search(query, n, chain).await,
+            Caller::Http(remote) => remote.search(client, query, n, (chain, call)).await,
+            Caller::Mcp(store) => store.search(query, n, chain, call.timeout).await,
         }
     }
 
@@ -243,10 +251,14 @@ impl Caller {
         topics: &[String],
         n: usize,
         exclude: &[String],
-        chain: &Chain,
+        (chain, call): (&Chain, Call),
     ) -> Option<Result<Vec<Hit>, Failure>> {
         match self {
-            Caller::Http(remote) => remote.by_topic(client, topics, n, exclude, chain).await,
+            Caller::Http(remote) => {
+                remote
+                    .by_topic(client, topics, n, exclude, (chain, call))
+                    .await
+            }
             Caller::Mcp(_) => None,
         }
     }
@@ -271,18 +283,15 @@ pub fn unknown_type(kind: &str) -> String {
 }
 
 /// Builds the protocol for `kind`, or says why not.
-pub fn build(
-    kind: &str,
-    options: &Map<String, Value>,
-    context: &Context,
-) -> Result<Box<dyn Protocol>, String> {
+pub fn build(kind: &str, options: &Map<String, Value>) -> Result<Box<dyn Protocol>, String> {
     let store_type = TYPES
         .iter()
         .find(|t| t.name == kind)
         .ok_or_else(|| unknown_type(kind))?;
     match store_type.reach {
-        Reach::Http { build, .. } => build(&Options(options), context)
-            .map_err(|why| format!("invalid options for {kind}: {why}")),
+        Reach::Http { build, .. } => {
+            build(&Options(options)).map_err(|why| format!("invalid options for {kind}: {why}"))
+        }
         Reach::Mcp => Err(format!("{kind} stores have no HTTP protocol")),
     }
 }
@@ -323,6 +332,15 @@ impl Options<'_> {
         match self.0.get(key) {
             None | Some(Value::Null) => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(format!("{key} must be true or false, got {other}")),
+        }
+    }
+
+    /// A boolean option, `None` when absent or null.
+    pub fn maybe_flag(&self, key: &str) -> Result<Option<bool>, String> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(other) => Err(format!("{key} must be true or false, got {other}")),
         }
     }

@@ -6,7 +6,7 @@
 //! a store that trickles or never ends its body is cut off like one that never answers. A request
 //! that meets a pooled connection the store has just closed is sent once more, inside that deadline.
 
-use super::{Hit, Protocol};
+use super::{Call, Hit, Protocol};
 use crate::chain::Chain;
 use crate::config::Secret;
 use crate::text::cut;
@@ -76,32 +76,24 @@ pub struct Remote {
     topic_url: Option<url::Url>,
     token: Option<Secret>,
     protocol: Box<dyn Protocol>,
-    timeout: Duration,
     body_cap: usize,
 }
 
 impl fmt::Debug for Remote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Remote")
-            .field("timeout", &self.timeout)
             .field("auth", &self.token.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl Remote {
-    pub fn new(
-        url: url::Url,
-        token: Option<Secret>,
-        protocol: Box<dyn Protocol>,
-        timeout: Duration,
-    ) -> Self {
+    pub fn new(url: url::Url, token: Option<Secret>, protocol: Box<dyn Protocol>) -> Self {
         Self {
             url,
             topic_url: None,
             token,
             protocol,
-            timeout,
             body_cap: DEFAULT_BODY_CAP,
         }
     }
@@ -123,10 +115,11 @@ impl Remote {
         client: &reqwest::Client,
         query: &str,
         n: usize,
-        chain: &Chain,
+        (chain, call): (&Chain, Call),
     ) -> Result<Vec<Hit>, Failure> {
-        let body = self.protocol.request(query, n);
-        self.call(client, &self.url, &body, n, chain, |bytes, limit| {
+        let body = self.protocol.request(query, n, &call.context);
+        let exchange = (&self.url, &body, chain, call.timeout);
+        self.call(client, exchange, n, |bytes, limit| {
             self.protocol.decode(bytes, limit)
         })
         .await
@@ -140,26 +133,27 @@ impl Remote {
         topics: &[String],
         n: usize,
         exclude: &[String],
-        chain: &Chain,
+        (chain, call): (&Chain, Call),
     ) -> Option<Result<Vec<Hit>, Failure>> {
         let url = self.topic_url.as_ref()?;
         let body = self.protocol.topic_request(topics, n, exclude)?;
         Some(
-            self.call(client, url, &body, n, chain, |bytes, limit| {
-                self.protocol.decode_topic(bytes, limit)
-            })
+            self.call(
+                client,
+                (url, &body, chain, call.timeout),
+                n,
+                |bytes, limit| self.protocol.decode_topic(bytes, limit),
+            )
             .await,
         )
     }
 
-    /// One exchange with the store, bounded by its timeout as a whole.
+    /// One exchange with the store, bounded by `timeout` as a whole.
     async fn call(
         &self,
         client: &reqwest::Client,
-        url: &url::Url,
-        body: &serde_json::Value,
+        (url, body, chain, timeout): (&url::Url, &serde_json::Value, &Chain, Duration),
         limit: usize,
-        chain: &Chain,
         decode: impl Fn(&[u8], usize) -> Result<Vec<Hit>, String>,
     ) -> Result<Vec<Hit>, Failure> {
         let exchange = async {
@@ -171,9 +165,9 @@ impl Remote {
             let bytes = self.read_body(response).await?;
             decode(&bytes, limit).map_err(Failure::Decode)
         };
-        match tokio::time::timeout(self.timeout, exchange).await {
+        match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
-            Err(_elapsed) => Err(Failure::Timeout(self.timeout)),
+            Err(_elapsed) => Err(Failure::Timeout(timeout)),
         }
     }
 

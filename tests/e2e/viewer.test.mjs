@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -184,11 +185,11 @@ function waitForApi(page, method, apiPath, status) {
 
 async function search(page, query, n, budget) {
   await page.getByRole('tab', { name: 'Search' }).click();
-  await page.getByLabel('Query').fill(query);
-  if (n !== undefined) await page.getByLabel('Results').fill(String(n));
-  if (budget !== undefined) await page.getByLabel('Token budget').fill(String(budget));
+  await page.getByLabel('Query', { exact: true }).fill(query);
+  if (n !== undefined) await page.getByLabel('Results', { exact: true }).fill(String(n));
+  if (budget !== undefined) await page.getByLabel('Token budget', { exact: true }).fill(String(budget));
   const answered = waitForApi(page, 'POST', '/search');
-  await page.getByLabel('Query').press('Enter');
+  await page.getByLabel('Query', { exact: true }).press('Enter');
   const response = await answered;
   assert.equal(response.status(), 200, `POST /search answered ${response.status()}`);
   await page.locator('#search-status .fanned').waitFor();
@@ -270,10 +271,10 @@ describe('The Bridge against the demo (no token)', () => {
       assert.equal(await page.evaluate(() => window.__pwned), undefined);
 
       // A bad n_results is caught before the call.
-      await page.getByLabel('Results').fill('500');
-      await page.getByLabel('Query').press('Enter');
+      await page.getByLabel('Results', { exact: true }).fill('500');
+      await page.getByLabel('Query', { exact: true }).press('Enter');
       await page.locator('#search-status.error', { hasText: '1 to 200' }).waitFor();
-      await page.getByLabel('Results').fill('');
+      await page.getByLabel('Results', { exact: true }).fill('');
 
       // ---- Stores: the roster, by keyboard from the tab strip.
       await page.getByRole('tab', { name: 'Search' }).focus();
@@ -475,8 +476,8 @@ describe('The Bridge against a demo that requires a bearer token', () => {
       assert.equal(await page.evaluate(() => localStorage.getItem('seren_token')), null);
       page.expectHttpError(401, '/search');
       const denied = waitForApi(page, 'POST', '/search', 401);
-      await page.getByLabel('Query').fill('rust');
-      await page.getByLabel('Query').press('Enter');
+      await page.getByLabel('Query', { exact: true }).fill('rust');
+      await page.getByLabel('Query', { exact: true }).press('Enter');
       await denied;
       await dialog.waitFor({ state: 'visible' });
       await page.locator('#search-notices .notice', { hasText: 'bearer token' }).waitFor();
@@ -550,7 +551,7 @@ describe('The Bridge shows the packet (a demo with a quota, authority and edges)
       // The roster has been drawn once its shaping line exists; the empty budget field then says
       // what empty means here: no budget.
       await page.locator('#stores-shaping [data-knob="min_per_store"]').waitFor({ state: 'attached' });
-      const budgetField = page.getByLabel('Token budget');
+      const budgetField = page.getByLabel('Token budget', { exact: true });
       assert.equal(await budgetField.getAttribute('placeholder'), 'none');
       assert.equal(await budgetField.getAttribute('min'), '1');
 
@@ -619,7 +620,7 @@ describe('The Bridge shows the packet (a demo with a quota, authority and edges)
       page.on('request', (request) => { if (new URL(request.url()).pathname === '/search') searches += 1; });
       for (const bad of ['0', '-5', '2.5']) {
         await budgetField.fill(bad);
-        await page.getByLabel('Query').press('Enter');
+        await page.getByLabel('Query', { exact: true }).press('Enter');
         await page.locator('#search-status.error', { hasText: `not \u201c${bad}\u201d` }).waitFor();
         assert.match(await page.locator('#search-status').innerText(), /budget/i);
         assert.equal(await budgetField.getAttribute('aria-invalid'), 'true');
@@ -994,7 +995,7 @@ describe('A page on another origin cannot use the callosum', () => {
       // The requests reached the callosum (the browser did not stop them for us) and were refused:
       // its own request log (SEREN_SCC_LOG=debug) says what came and what it answered.
       const seen = demo.log
-        .map((line) => /request method=(\S+) path=(\S+) status=(\d+)/.exec(line))
+        .map((line) => /request method=(\S+) path='?([^\s']+)'? status=(\d+)/.exec(line)) // path quoted (text::escaped) or bare
         .filter(Boolean)
         .map(([, method, where, status]) => `${method} ${where} ${status}`);
       assert.equal(seen.filter((s) => s === 'POST /stores 403').length, 2, `the no-cors and form posts: ${seen.join(', ')}`);
@@ -1030,6 +1031,362 @@ describe('A page on another origin cannot use the callosum', () => {
     } finally {
       await context.close();
       await attacker.stop();
+    }
+  });
+});
+
+// ---- health and knobs: a failing store watched, and the live knobs turned -------------------------
+
+/** A loopback port that nothing listens on: bound, read, closed. */
+async function closedPort() {
+  const server = net.createServer();
+  await new Promise((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', resolve); });
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** GET `apiPath` from Node (no Origin: not a browser), as JSON. */
+async function getJson(base, apiPath) {
+  const response = await fetch(`${base}${apiPath}`);
+  assert.equal(response.status, 200, `GET ${apiPath} answered ${response.status}: ${await response.clone().text()}`);
+  return response.json();
+}
+
+/** A knob's value as the Knobs tab writes it in its yaml and default columns. */
+function knobText(value) {
+  if (value === null || value === undefined) return 'none';
+  if (value === true) return 'on';
+  if (value === false) return 'off';
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
+
+/** The yaml column: null there is a key the file does not set. */
+function yamlText(value) {
+  return value === null || value === undefined ? '—' : knobText(value);
+}
+
+/** Twiddled: live is not what the file gives (its value, or the default where it sets none). */
+function isTwiddled(knob) {
+  const file = knob.yaml === null || knob.yaml === undefined ? knob.default : knob.yaml;
+  return knob.twiddled === true || JSON.stringify(knob.live ?? null) !== JSON.stringify(file ?? null);
+}
+
+/** Makes the page look hidden (or visible again) to its visibilitychange listener. */
+async function setVisibility(page, hidden) {
+  await page.evaluate((hide) => {
+    if (hide) Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+    else delete document.visibilityState; // back to the real (visible) one
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
+}
+
+const DOWN = 'down';
+
+describe('The Bridge shows health and turns knobs (a demo with a failing store)', () => {
+  let demo;
+  before(async () => {
+    demo = await startDemo();
+    // A store at a port nothing listens on, added through the REST API: every call to it fails.
+    const port = await closedPort();
+    const response = await fetch(`${demo.url}/stores`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: DOWN, type: 'seren_loci', url: `http://127.0.0.1:${port}` }),
+    });
+    assert.equal(response.status, 200, await response.text());
+  });
+  after(async () => { if (demo) await demo.stop(); });
+
+  test('health: the failing store is unhealthy with its reason, the others healthy; it refreshes itself, pauses when hidden, stops on another tab', { timeout: TEST_MS }, async () => {
+    const { context, page } = await openPage();
+    try {
+      assert.equal((await page.goto(`${demo.url}/viewer`)).status(), 200);
+      await page.locator('#pill', { hasText: 'fanning: 3/3' }).waitFor();
+      const answer = await search(page, CUDA, 10);
+      const failed = answer.failed.find((f) => f.name === DOWN);
+      assert.ok(failed && failed.reason, `the search names ${DOWN} as failed: ${JSON.stringify(answer.failed)}`);
+      assert.ok(answer.hits.length > 0, 'the live stores still answer');
+
+      // By keyboard: Overview, then ArrowRight to Health; it reads GET /health/stores at once.
+      await page.getByRole('tab', { name: 'Overview' }).click();
+      const loaded = waitForApi(page, 'GET', '/health/stores', 200);
+      await page.getByRole('tab', { name: 'Overview' }).focus();
+      await page.keyboard.press('ArrowRight');
+      const healthTab = page.getByRole('tab', { name: 'Health' });
+      assert.equal(await healthTab.getAttribute('aria-selected'), 'true');
+      assert.ok(await healthTab.evaluate((node) => node === document.activeElement), 'the Health tab has focus');
+      assert.ok(await page.getByRole('tabpanel', { name: 'Health' }).isVisible());
+      const first = await (await loaded).json();
+
+      // The failing store's card: unhealthy (or degraded), said in words, with its last error as text.
+      const record = first.stores.find((s) => s.name === DOWN);
+      assert.ok(record, `GET /health/stores lists ${DOWN}: ${JSON.stringify(first)}`);
+      assert.ok(['unhealthy', 'degraded'].includes(record.health_status), JSON.stringify(record));
+      assert.equal(record.last_error, failed.reason, 'the record\u2019s last error is the search\u2019s reason');
+      const down = page.locator(`#health-list li[data-store="${DOWN}"]`);
+      await down.waitFor();
+      assert.equal(await down.getAttribute('data-health'), record.health_status);
+      assert.match(await down.locator('[data-testid="health-state"]').innerText(), new RegExp(record.health_status));
+      assert.equal(await down.locator('[data-testid="last-error"] .msg').textContent(), record.last_error);
+      assert.match(await down.locator('.facts').innerText(), /success\s*0%\s*\(0\/1\)/);
+
+      // The sample stores: healthy, no error, every latency in ms.
+      for (const name of ['episodic', 'facts']) {
+        const card = page.locator(`#health-list li[data-store="${name}"]`);
+        assert.equal(await card.getAttribute('data-health'), 'healthy', name);
+        assert.match(await card.locator('[data-testid="health-state"]').innerText(), /healthy/);
+        assert.equal(await card.locator('[data-testid="last-error"]').count(), 0, `${name} has no error`);
+        const facts = await card.locator('.facts').innerText();
+        assert.match(facts, /success\s*100%/, facts);
+        assert.match(facts, /(p50|avg)\s*[\d.]+ ms/, facts);
+        assert.match(facts, /last\s*[\d.]+ ms/, facts);
+        assert.match(facts, /max\s*[\d.]+ ms/, facts);
+        assert.match(await card.locator('[data-testid="breaker"]').innerText(), /closed/);
+      }
+      // The counts at the top are the server's.
+      for (const key of ['healthy', 'degraded', 'unhealthy', 'unknown']) {
+        assert.equal(await page.locator(`#hc-${key}`).textContent(), String(first[key]), key);
+      }
+      assert.equal(first.healthy, 2);
+      assert.doesNotMatch(await page.locator('#panel-health').innerText(), /null|undefined|NaN|\[object/);
+      await shot(page, 'desktop-14-health');
+
+      // It refreshes itself: two more failing searches (from Node) open the breaker, and the next
+      // automatic refresh shows it open, with when it probes again.
+      assert.equal(await page.locator('#panel-health').getAttribute('data-polling'), 'on');
+      await page.locator('#health-updated', { hasText: 'refreshes every 5 s' }).waitFor();
+      for (let i = 0; i < 2; i += 1) await searchFromNode(demo.url, CUDA, 10);
+      const opened = (await getJson(demo.url, '/health/stores')).stores.find((s) => s.name === DOWN);
+      assert.equal(opened.breaker, 'open', `three failures open the breaker: ${JSON.stringify(opened)}`);
+      await page.locator(`#health-list li[data-store="${DOWN}"][data-breaker="open"]`).waitFor();
+      assert.match(await down.locator('[data-testid="breaker"]').innerText(), /open · retries in \d+ s/);
+      assert.equal(await down.getAttribute('data-health'), 'unhealthy');
+      await shot(page, 'desktop-15-health-open');
+
+      // The Refresh button asks at once.
+      const manual = waitForApi(page, 'GET', '/health/stores', 200);
+      await page.getByRole('button', { name: '⟳ Refresh' }).click();
+      await manual;
+
+      // A hidden page stops asking; visible again, it asks at once and carries on.
+      await setVisibility(page, true);
+      await page.locator('#panel-health[data-polling="paused"]').waitFor();
+      await page.locator('#health-updated', { hasText: 'paused while the page is hidden' }).waitFor();
+      const resumed = waitForApi(page, 'GET', '/health/stores', 200);
+      await setVisibility(page, false);
+      await resumed;
+      await page.locator('#panel-health[data-polling="on"]').waitFor();
+
+      // Another tab stops it.
+      await page.getByRole('tab', { name: 'Search' }).click();
+      assert.equal(await page.locator('#panel-health').getAttribute('data-polling'), 'off');
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('knobs: where it comes from and the live values; a store weight applied moves the top hit; a bad value shows the server\u2019s 422 and changes nothing', { timeout: TEST_MS }, async () => {
+    await getJson(demo.url, '/knobs'); // a callosum without GET /knobs fails here, plainly
+    const { context, page } = await openPage();
+    try {
+      assert.equal((await page.goto(`${demo.url}/viewer`)).status(), 200);
+      await page.locator('#pill', { hasText: /fanning: \d\/3/ }).waitFor();
+      const before = await search(page, CUDA, 10);
+      const top = before.hits[0].store;
+      assert.ok(['episodic', 'facts'].includes(top), top);
+      const other = top === 'facts' ? 'episodic' : 'facts';
+      assert.ok(before.hits.some((hit) => hit.store === other), `${other} answers too`);
+
+      // ---- The Knobs tab: where the settings come from.
+      const loaded = waitForApi(page, 'GET', '/knobs', 200);
+      await page.getByRole('tab', { name: 'Knobs' }).click();
+      const knobs = await (await loaded).json();
+      assert.equal(knobs.ok, true);
+      await page.locator('#knobs-form').waitFor();
+      const where = await page.locator('#knobs-where').innerText();
+      assert.ok(where.includes(knobs.where.config_path), where);
+      assert.ok(where.includes(knobs.where.overlay_path), where);
+      assert.ok(where.includes(knobs.server.auth), `the token\u2019s source: ${where}`);
+      assert.ok(where.includes(`${knobs.server.host}:${knobs.server.port}`), where);
+      for (const name of knobs.where.env_overrides ?? []) assert.ok(where.includes(name), where);
+
+      // The federation knobs: live (editable when settable), yaml, default, and the plain words.
+      const fed = page.locator('#knobs-federation');
+      for (const knob of knobs.federation) {
+        const row = fed.locator(`tr[data-knob="${knob.key}"]`);
+        assert.equal(await row.count(), 1, knob.key);
+        const cells = row.locator('td');
+        assert.equal((await cells.nth(1).textContent()).trim(), yamlText(knob.yaml), `${knob.key} yaml`);
+        assert.equal((await cells.nth(2).textContent()).trim(), knobText(knob.default), `${knob.key} default`);
+        if (knob.what) assert.ok((await row.innerText()).includes(knob.what), `${knob.key}: the plain words`);
+        assert.equal(await row.locator('.tag.twiddled').count(), isTwiddled(knob) ? 1 : 0, `${knob.key} twiddled`);
+        if (!knob.runtime_settable) continue;
+        const input = page.getByLabel(knob.key, { exact: true });
+        if (typeof knob.live === 'boolean') {
+          assert.equal(await input.getAttribute('type'), 'checkbox', knob.key);
+          assert.equal(await input.isChecked(), knob.live, knob.key);
+        } else if (typeof knob.live === 'string') {
+          assert.equal(await input.getAttribute('type'), 'text', knob.key);
+          assert.equal(await input.inputValue(), knob.live, knob.key);
+        } else {
+          assert.equal(await input.getAttribute('type'), 'number', knob.key);
+          assert.equal(await input.inputValue(), knob.live === null ? '' : String(knob.live), knob.key);
+        }
+      }
+      const k = knobs.federation.find((knob) => knob.key === 'k');
+      assert.ok(k && k.runtime_settable, 'k is a live knob');
+      const kInput = page.getByLabel('k', { exact: true });
+
+      // budget_tokens: null is an empty field, and emptying it again is no change.
+      const budget = knobs.federation.find((knob) => knob.key === 'budget_tokens');
+      if (budget && budget.runtime_settable && budget.live === null) {
+        const field = page.getByLabel('budget_tokens', { exact: true });
+        assert.equal(await field.getAttribute('placeholder'), 'none');
+        await field.fill('500');
+        await page.locator('#knobs-dirty', { hasText: '1 unapplied change' }).waitFor();
+        await field.fill('');
+        await page.locator('#knobs-dirty', { hasText: 'no changes' }).waitFor();
+      }
+      // A boolean is a checkbox; Reset drops the edit.
+      const flag = knobs.federation.find((knob) => knob.runtime_settable && typeof knob.live === 'boolean');
+      if (flag) {
+        const box = page.getByLabel(flag.key, { exact: true });
+        await box.focus();
+        await page.keyboard.press('Space');
+        assert.equal(await box.isChecked(), !flag.live);
+        await page.locator('#knobs-dirty', { hasText: '1 unapplied change' }).waitFor();
+        await fed.locator(`tr[data-knob="${flag.key}"].edited .tag.edited`).waitFor();
+        await page.getByRole('button', { name: 'Reset' }).click();
+        assert.equal(await box.isChecked(), flag.live);
+        await page.locator('#knobs-dirty', { hasText: 'no changes' }).waitFor();
+      }
+
+      // Per store: weight and floor, labelled with the store's name.
+      const storeKnobs = knobs.stores.find((s) => s.name === other);
+      assert.ok(storeKnobs, `GET /knobs lists ${other}`);
+      const weightKnob = storeKnobs.knobs.find((knob) => knob.key === 'weight');
+      const weight = page.getByLabel(`${other} weight`, { exact: true });
+      assert.equal(await weight.inputValue(), String(weightKnob.live));
+      assert.equal(await page.getByLabel(`${other} floor`, { exact: true }).inputValue(),
+        String(storeKnobs.knobs.find((knob) => knob.key === 'floor').live));
+      await shot(page, 'desktop-16-knobs');
+
+      // ---- Raise the other store's weight to 5: Apply sends only that, then reads the knobs again.
+      await weight.fill('5');
+      await page.locator('#knobs-dirty', { hasText: '1 unapplied change' }).waitFor();
+      const sent = page.waitForRequest((request) => request.method() === 'POST' && new URL(request.url()).pathname === '/configure');
+      const applied = waitForApi(page, 'POST', '/configure');
+      const reread = waitForApi(page, 'GET', '/knobs', 200);
+      await page.getByRole('button', { name: 'Apply' }).click();
+      const request = await sent;
+      assert.deepEqual(request.postDataJSON(), { stores: [{ name: other, weight: 5 }] });
+      assert.match(request.headers()['content-type'], /^application\/json/);
+      const response = await applied;
+      assert.equal(response.status(), 200, await response.text());
+      const result = await response.json();
+      assert.equal(result.ok, true);
+      await reread;
+      const notice = page.locator('#knobs-result .notice.success');
+      await notice.waitFor();
+      assert.match(await notice.innerText(), /Applied/);
+      // What changed: the weight, and not the floor the server's `changed` may repeat.
+      await notice.locator(`li[data-changed="${other}.weight"]`, { hasText: '5' }).waitFor();
+      assert.equal(await notice.locator(`li[data-changed="${other}.floor"]`).count(), 0, await notice.innerText());
+      await page.locator(`#knobs-stores [data-store="${other}"] tr[data-knob="weight"] .tag.twiddled`).waitFor();
+      assert.equal(await weight.inputValue(), '5');
+      assert.equal(await page.locator(`#knobs-stores [data-store="${other}"] tr[data-knob="weight"] td`).nth(1).textContent(), yamlText(weightKnob.yaml));
+      await page.locator('#knobs-dirty', { hasText: 'no changes' }).waitFor();
+      await shot(page, 'desktop-17-knobs-applied');
+
+      // The same search: the other store's hit leads now.
+      const afterApply = await search(page, CUDA, 10);
+      assert.equal(afterApply.hits[0].store, other, `top hit after weight 5: ${afterApply.hits.map((hit) => hit.store).join(', ')}`);
+      assert.notEqual(afterApply.hits[0].store, before.hits[0].store);
+      assert.equal(await page.locator('#hits li.hit').first().getAttribute('data-store'), other);
+
+      // ---- A bad k (0): the server's 422 words, exactly, beside the form; the edit stays; nothing applied.
+      await page.getByRole('tab', { name: 'Knobs' }).click();
+      await kInput.waitFor();
+      await kInput.fill('0');
+      page.expectHttpError(422, '/configure');
+      let refused = waitForApi(page, 'POST', '/configure');
+      await kInput.press('Enter'); // Enter in a field applies
+      let answer = await refused;
+      assert.equal(answer.status(), 422);
+      let { detail } = await answer.json();
+      assert.ok(typeof detail === 'string' && detail, 'a 422 says why');
+      await page.locator('#knobs-error', { hasText: detail }).waitFor();
+      assert.equal(await page.locator('#knobs-error').textContent(), detail);
+      assert.equal(await kInput.inputValue(), '0', 'the refused edit stays, to be fixed');
+      await page.locator('#knobs-dirty', { hasText: '1 unapplied change' }).waitFor();
+      await shot(page, 'desktop-18-knobs-refused');
+
+      // Reset puts the live value back; a weight of -1 is refused the same way.
+      await page.getByRole('button', { name: 'Reset' }).click();
+      assert.equal(await kInput.inputValue(), String(k.live));
+      assert.equal(await page.locator('#knobs-error').textContent(), '');
+      await weight.fill('-1');
+      page.expectHttpError(422, '/configure');
+      refused = waitForApi(page, 'POST', '/configure');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      answer = await refused;
+      assert.equal(answer.status(), 422);
+      ({ detail } = await answer.json());
+      assert.ok(typeof detail === 'string' && detail);
+      await page.locator('#knobs-error', { hasText: detail }).waitFor();
+      assert.equal(await page.locator('#knobs-error').textContent(), detail);
+      await page.getByRole('button', { name: 'Reset' }).click();
+      assert.equal(await weight.inputValue(), '5');
+
+      // The server changed nothing: its knobs are as applied, and the next search is the same.
+      const now = await getJson(demo.url, '/knobs');
+      assert.equal(now.federation.find((knob) => knob.key === 'k').live, k.live);
+      assert.equal(now.stores.find((s) => s.name === other).knobs.find((knob) => knob.key === 'weight').live, 5);
+      const unchanged = await search(page, CUDA, 10);
+      const order = (a) => a.hits.map((hit) => `${hit.store}:${hit.id}:${hit.score}`);
+      assert.deepEqual(order(unchanged), order(afterApply));
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('narrow screen (390 px): the five tabs and the health cards fit', { timeout: TEST_MS }, async () => {
+    const { context, page } = await openPage({ width: 390, height: 844 });
+    try {
+      await page.goto(`${demo.url}/viewer`);
+      await page.locator('#pill', { hasText: /fanning: \d\/3/ }).waitFor();
+      for (const name of ['Search', 'Stores', 'Overview', 'Health', 'Knobs']) {
+        const box = await page.getByRole('tab', { name }).boundingBox();
+        assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `the ${name} tab is on screen: ${JSON.stringify(box)}`);
+      }
+      await page.getByRole('tab', { name: 'Health' }).click();
+      await page.locator(`#health-list li[data-store="${DOWN}"]`).waitFor();
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-8-health');
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('narrow screen (390 px): the knobs fit, as cards', { timeout: TEST_MS }, async () => {
+    await getJson(demo.url, '/knobs'); // a callosum without GET /knobs fails here, plainly
+    const { context, page } = await openPage({ width: 390, height: 844 });
+    try {
+      await page.goto(`${demo.url}/viewer`);
+      await page.locator('#pill', { hasText: /fanning: \d\/3/ }).waitFor();
+      await page.getByRole('tab', { name: 'Knobs' }).click();
+      await page.locator('#knobs-form').waitFor();
+      const weight = page.getByLabel('facts weight', { exact: true });
+      await weight.waitFor({ state: 'visible' });
+      assert.ok((await weight.boundingBox()).width >= 60, 'the weight field is wide enough to type in');
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-9-knobs');
+      page.assertClean();
+    } finally {
+      await context.close();
     }
   });
 });

@@ -359,3 +359,63 @@ async fn a_reader_that_goes_away_is_not_a_crash() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+#[tokio::test]
+async fn one_request_line_per_request_and_the_query_only_when_asked() {
+    let memory = StubStore::hits(memory_hits(&[("m1", 0.1)])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let stores = config_yaml(&[
+        ("episodic", "seren_memory", &memory.url, ""),
+        ("dead", "seren_loci", &closed_port_url(), ""),
+    ]);
+    let run_with = |server_yaml: &str| {
+        let config = write_config(dir.path(), &format!("server:\n{server_yaml}{stores}"));
+        let mut serve = command(&["serve", "-c", &config, "--port", "0"]);
+        serve.env("SEREN_SCC_BEARER_TOKEN", "inbound-SECRET-2");
+        Server::start(serve)
+    };
+    let search = |url: String| async move {
+        let response = reqwest::Client::new()
+            .post(format!("{url}/search"))
+            .bearer_auth("inbound-SECRET-2")
+            .header("x-request-id", "rid-42")
+            .json(&json!({"query": "my private QUESTION"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    };
+    // The default: one line at info, without the query or the token.
+    let mut server = run_with("  access_log: true\n");
+    search(listening_url(&server.wait_for("listening on"))).await;
+    let line = server.wait_for("rid=rid-42");
+    for part in [
+        " INFO ",
+        "method=POST",
+        "path='/search'",
+        "status=200",
+        "stores_asked=2",
+        "stores_failed=1",
+    ] {
+        assert!(line.contains(part), "{part} in {line}");
+    }
+    let logs = server.stop();
+    assert!(
+        !logs.contains("QUESTION") && !logs.contains("SECRET"),
+        "{logs}"
+    );
+    // With log_queries, the query too.
+    let mut server = run_with("  log_queries: true\n");
+    search(listening_url(&server.wait_for("listening on"))).await;
+    let line = server.wait_for("rid=rid-42");
+    assert!(line.contains("my private QUESTION"), "{line}");
+    server.stop();
+    // With the access log off, no request line at info.
+    let mut server = run_with("  access_log: false\n");
+    let url = listening_url(&server.wait_for("listening on"));
+    search(url.clone()).await;
+    // A second request after the first is answered: its line would come after the first's.
+    search(url).await;
+    let logs = server.stop();
+    assert!(!logs.contains("rid=rid-42"), "{logs}");
+}

@@ -185,7 +185,7 @@ proptest! {
     #[test]
     fn every_protocol_decodes_any_bytes_without_panicking(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
         for kind in http_types() {
-            let protocol = store::build(kind, &Map::new(), &Default::default()).unwrap();
+            let protocol = store::build(kind, &Map::new()).unwrap();
             let _ = protocol.decode(&bytes, 100);
         }
     }
@@ -213,7 +213,7 @@ proptest! {
     ) {
         let body = serde_json::to_vec(&json!({"query": "q", "hits": hits, "extra": extra})).unwrap();
         for kind in http_types() {
-            let protocol = store::build(kind, &Map::new(), &Default::default()).unwrap();
+            let protocol = store::build(kind, &Map::new()).unwrap();
             match protocol.decode(&body, 100) {
                 Ok(decoded) => prop_assert_eq!(decoded.len(), hits.len()),
                 Err(reason) => prop_assert!(!reason.is_empty()),

@@ -10,6 +10,7 @@ mod fuzz;
 mod guard;
 mod hostile;
 mod keychain;
+mod knobs;
 mod load;
 mod manifests;
 mod mcp;

@@ -58,7 +58,6 @@ struct Inner {
     store: String,
     spec: Spec,
     link: Link,
-    timeout: Duration,
     state: Mutex<State>,
 }
 
@@ -115,19 +114,17 @@ impl fmt::Debug for McpStore {
         f.debug_struct("McpStore")
             .field("tool", &self.inner.spec.tool)
             .field("transport", &transport)
-            .field("timeout", &self.inner.timeout)
             .finish_non_exhaustive()
     }
 }
 
 impl McpStore {
-    pub fn new(store: &str, spec: Spec, link: Link, timeout: Duration) -> Self {
+    pub fn new(store: &str, spec: Spec, link: Link) -> Self {
         Self {
             inner: Arc::new(Inner {
                 store: store.to_owned(),
                 spec,
                 link,
-                timeout,
                 state: Mutex::new(State::default()),
             }),
         }
@@ -149,10 +146,14 @@ impl McpStore {
         });
     }
 
-    /// Calls the tool for `n` hits of `query`, carrying `chain` in `_meta`, within the store's
-    /// timeout.
-    pub async fn search(&self, query: &str, n: usize, chain: &Chain) -> Result<Vec<Hit>, Failure> {
-        let timeout = self.inner.timeout;
+    /// Calls the tool for `n` hits of `query`, carrying `chain` in `_meta`, within `timeout`.
+    pub async fn search(
+        &self,
+        query: &str,
+        n: usize,
+        chain: &Chain,
+        timeout: Duration,
+    ) -> Result<Vec<Hit>, Failure> {
         match tokio::time::timeout(timeout, self.inner.ask(query, n, chain)).await {
             Ok(answer) => answer,
             // The start goes on; the reason says so, since a later search will find it up.
@@ -164,10 +165,10 @@ impl McpStore {
         }
     }
 
-    /// Lists the server's tools and checks the configured one, within the store's timeout (plus
-    /// the time a start may take).
-    pub async fn check_tools(&self) -> Result<ToolCheck, Failure> {
-        let wait = self.inner.timeout + MCP_START_WAIT;
+    /// Lists the server's tools and checks the configured one, within `timeout` plus the time a
+    /// start may take.
+    pub async fn check_tools(&self, timeout: Duration) -> Result<ToolCheck, Failure> {
+        let wait = timeout + MCP_START_WAIT;
         let checked = tokio::time::timeout(wait, async {
             let session = self.inner.session().await?;
             let spec = &self.inner.spec;
