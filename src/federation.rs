@@ -39,6 +39,8 @@ pub struct Federation {
     /// Searches under way, from every surface, capped at `server.max_in_flight`: REST's in-flight
     /// cap does not see MCP tool calls, which rmcp runs in each session's own task.
     searches: tokio::sync::Semaphore,
+    /// The searches' and the store calls' numbers, for `GET /metrics`.
+    metrics: crate::metrics::Metrics,
 }
 
 impl Federation {
@@ -61,6 +63,7 @@ impl Federation {
             client,
             id: Id::random(),
             searches: tokio::sync::Semaphore::new(max_searches),
+            metrics: crate::metrics::Metrics::default(),
         })
     }
 
@@ -74,9 +77,21 @@ impl Federation {
         &self.roster
     }
 
+    /// A search (below), counted and timed for `GET /metrics`.
+    pub async fn search(
+        &self,
+        request: &SearchRequest,
+        chain: &Chain,
+    ) -> Result<SearchAnswer, Refusal> {
+        let started = std::time::Instant::now();
+        let answer = self.answer(request, chain).await;
+        self.metrics.search(started.elapsed(), answer.is_ok());
+        answer
+    }
+
     /// Fans the query out, fuses, shapes the packet, answers. `chain` is where the search stands
     /// among callosums ([`Chain::root`] for a direct caller).
-    pub async fn search(
+    async fn answer(
         &self,
         request: &SearchRequest,
         chain: &Chain,
@@ -335,6 +350,8 @@ impl Federation {
         if self.roster.fan().bound.iter().any(|b| b.name == bound.name) {
             self.health
                 .record(&bound.name, started.elapsed(), outcome(&result));
+            self.metrics
+                .store_call(&bound.name, started.elapsed(), &result);
         }
         // The outcome is recorded: the probe is finished, not abandoned.
         std::mem::forget(probe);
@@ -366,6 +383,19 @@ impl Federation {
             ts: crate::health::unix_now(),
             stores,
         }
+    }
+
+    /// The Prometheus exposition of `GET /metrics` (`metrics` owns its names and encoding).
+    pub fn metrics(&self) -> String {
+        let fan = self.roster.fan();
+        let stores: Vec<&str> = fan.bound.iter().map(|b| b.name.as_str()).collect();
+        let max_in_flight = self.config().server.max_in_flight;
+        self.metrics.encode(crate::metrics::Scrape {
+            stores: &stores,
+            health: &self.health,
+            in_flight: max_in_flight.saturating_sub(self.searches.available_permits()),
+            overlay_writes: self.roster.overlay_writes(),
+        })
     }
 
     /// The roster as `GET /stores` shows it, with each active store's breaker state.
@@ -425,6 +455,8 @@ impl Federation {
     fn forget_departed(&self) {
         let fan = self.roster.fan();
         self.health
+            .retain(fan.rows.iter().map(|row| row.name.as_str()));
+        self.metrics
             .retain(fan.rows.iter().map(|row| row.name.as_str()));
     }
 
