@@ -277,6 +277,8 @@ pub struct StoreHealth {
     pub short_circuited: u64,
     pub success_rate: f64,
     pub avg_latency: f64,
+    /// The median latency of the last 128 calls, in seconds.
+    pub p50_latency: f64,
     pub max_latency: f64,
     pub last_latency: f64,
     pub last_error: Option<String>,

@@ -42,6 +42,8 @@ pub struct Federation {
     searches: tokio::sync::Semaphore,
     /// The live knobs: read once per search, swapped whole (`POST /configure`).
     knobs: RwLock<Arc<Knobs>>,
+    /// The searches' and the store calls' numbers, for `GET /metrics`.
+    metrics: crate::metrics::Metrics,
 }
 
 impl Federation {
@@ -66,6 +68,7 @@ impl Federation {
             client,
             id: Id::random(),
             searches: tokio::sync::Semaphore::new(max_searches),
+            metrics: crate::metrics::Metrics::default(),
         })
     }
 
@@ -116,9 +119,21 @@ impl Federation {
         crate::knobs::answer(self.config(), &self.knobs(), &self.roster.fan().rows)
     }
 
+    /// A search (below), counted and timed for `GET /metrics`.
+    pub async fn search(
+        &self,
+        request: &SearchRequest,
+        chain: &Chain,
+    ) -> Result<SearchAnswer, Refusal> {
+        let started = std::time::Instant::now();
+        let answer = self.answer(request, chain).await;
+        self.metrics.search(started.elapsed(), answer.is_ok());
+        answer
+    }
+
     /// Fans the query out, fuses, shapes the packet, answers. `chain` is where the search stands
     /// among callosums ([`Chain::root`] for a direct caller).
-    pub async fn search(
+    async fn answer(
         &self,
         request: &SearchRequest,
         chain: &Chain,
@@ -375,6 +390,8 @@ impl Federation {
         if self.roster.fan().bound.iter().any(|b| b.name == bound.name) {
             self.health
                 .record(&bound.name, started.elapsed(), outcome(&result));
+            self.metrics
+                .store_call(&bound.name, started.elapsed(), &result);
         }
         // The outcome is recorded: the probe is finished, not abandoned.
         std::mem::forget(probe);
@@ -406,6 +423,19 @@ impl Federation {
             ts: crate::health::unix_now(),
             stores,
         }
+    }
+
+    /// The Prometheus exposition of `GET /metrics` (`metrics` owns its names and encoding).
+    pub fn metrics(&self) -> String {
+        let fan = self.roster.fan();
+        let stores: Vec<&str> = fan.bound.iter().map(|b| b.name.as_str()).collect();
+        let max_in_flight = self.config().server.max_in_flight;
+        self.metrics.encode(crate::metrics::Scrape {
+            stores: &stores,
+            health: &self.health,
+            in_flight: max_in_flight.saturating_sub(self.searches.available_permits()),
+            overlay_writes: self.roster.overlay_writes(),
+        })
     }
 
     /// The roster as `GET /stores` shows it, with each active store's breaker state.
@@ -472,6 +502,8 @@ impl Federation {
     fn forget_departed(&self) {
         let fan = self.roster.fan();
         self.health
+            .retain(fan.rows.iter().map(|row| row.name.as_str()));
+        self.metrics
             .retain(fan.rows.iter().map(|row| row.name.as_str()));
     }
 

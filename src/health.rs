@@ -84,6 +84,7 @@ struct Record {
     last_latency: f64,
     avg_latency: f64,
     max_latency: f64,
+    recent: Recent,
     last_error: Option<String>,
     consecutive_failures: u32,
     last_call_ts: Option<f64>,
@@ -101,12 +102,49 @@ impl Default for Record {
             last_latency: 0.0,
             avg_latency: 0.0,
             max_latency: 0.0,
+            recent: Recent::default(),
             last_error: None,
             consecutive_failures: 0,
             last_call_ts: None,
             last_success_ts: None,
             breaker: Breaker::Closed,
         }
+    }
+}
+
+/// How many of a store's latest calls its p50 is taken over: enough that one slow call does not
+/// move it, few enough to follow a store that changes within a minute of searches (and 1 KiB a
+/// store).
+const RECENT: usize = 128;
+
+/// The latencies of a store's last [`RECENT`] calls, in seconds: a ring, the oldest overwritten.
+#[derive(Debug, Clone, Default)]
+struct Recent {
+    latencies: Vec<f64>,
+    /// Where the next latency goes once the ring is full.
+    next: usize,
+}
+
+impl Recent {
+    fn push(&mut self, seconds: f64) {
+        if self.latencies.len() < RECENT {
+            self.latencies.reserve_exact(RECENT - self.latencies.len());
+            self.latencies.push(seconds);
+        } else {
+            self.latencies[self.next] = seconds;
+            self.next = (self.next + 1) % RECENT;
+        }
+    }
+
+    /// The median: a latency one of the calls took (the lower middle one of an even count);
+    /// 0 before the first call.
+    fn p50(&self) -> f64 {
+        if self.latencies.is_empty() {
+            return 0.0;
+        }
+        let mut sorted = self.latencies.clone();
+        let middle = (sorted.len() - 1) / 2;
+        *sorted.select_nth_unstable_by(middle, f64::total_cmp).1
     }
 }
 
@@ -171,6 +209,7 @@ impl Health {
         record.total_calls += 1;
         record.last_latency = seconds;
         record.max_latency = record.max_latency.max(seconds);
+        record.recent.push(seconds);
         record.avg_latency = if record.total_calls == 1 {
             seconds
         } else {
@@ -279,6 +318,7 @@ impl Health {
                     short_circuited: record.short_circuited,
                     success_rate: round4(rate),
                     avg_latency: round4(record.avg_latency),
+                    p50_latency: round4(record.recent.p50()),
                     max_latency: round4(record.max_latency),
                     last_latency: round4(record.last_latency),
                     last_error: record.last_error.clone(),
@@ -561,6 +601,27 @@ mod tests {
                 "{before:?} + {outcome:?} at {failures}"
             );
         }
+    }
+
+    #[test]
+    fn the_p50_is_the_median_of_the_last_128_calls() {
+        let check = |latencies_ms: &[u64], p50: f64| {
+            let h = health();
+            for ms in latencies_ms {
+                h.record("s", Duration::from_millis(*ms), Outcome::Answered);
+            }
+            assert_eq!(h.snapshot(["s"])[0].p50_latency, p50, "{latencies_ms:?}");
+        };
+        check(&[], 0.0);
+        check(&[7], 0.007);
+        check(&[30, 10, 20], 0.02);
+        check(&[40, 10, 30, 20], 0.02);
+        // 200 calls: the 72 slow ones come first and fall out of the window of 128.
+        let calls: Vec<u64> = [5000; 72].into_iter().chain([3; 128]).collect();
+        check(&calls, 0.003);
+        // Half slow, half fast within the window: the lower middle is fast.
+        let calls: Vec<u64> = [900; 64].into_iter().chain([2; 64]).collect();
+        check(&calls, 0.002);
     }
 
     #[test]

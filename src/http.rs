@@ -109,7 +109,13 @@ pub fn router(state: AppState) -> Router {
         Some(_) => Secret::new(mint_request_id() + &mint_request_id()),
         None => server.token.clone(),
     };
-    let guard = Arc::new(crate::guard::Guard::new(server, is_public));
+    let public: Public = if server.public_metrics {
+        is_public_with_metrics
+    } else {
+        is_public
+    };
+    let guard = Arc::new(crate::guard::Guard::new(server, public));
+    let auth = (token, public);
     let access_log = AccessLog {
         on: server.access_log,
         queries: server.log_queries,
@@ -129,7 +135,7 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn(crate::guard::json_bodies))
         // Auth wraps every route, the fallback included: a route is gated unless `is_public`
         // names it, so a route added later cannot be left open by forgetting a layer.
-        .layer(middleware::from_fn_with_state(token, require_token))
+        .layer(middleware::from_fn_with_state(auth, require_token))
         .layer(middleware::from_fn_with_state(in_flight, limit_in_flight))
         // Outside auth and the in-flight cap: a page in a browser is refused before anything else
         // looks at its request, and a CORS preflight (which carries no token) is answered here.
@@ -147,6 +153,7 @@ pub fn routes(state: &AppState) -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/", get(root)),
         ("/health", get(health)),
         ("/health/stores", get(health_stores)),
+        ("/metrics", get(metrics)),
         ("/search", post(search)),
         ("/stores", get(list_stores).post(add_store)),
         ("/stores/{name}", delete(remove_store)),
@@ -189,6 +196,11 @@ async fn search(
 
 async fn health_stores(State(state): State<AppState>) -> Response {
     Json(state.federation.health()).into_response()
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let text = state.federation.metrics();
+    ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
 async fn list_stores(State(state): State<AppState>) -> Response {
@@ -383,17 +395,24 @@ pub fn is_public(method: &Method, path: &str) -> bool {
             || path.starts_with("/viewer/"))
 }
 
+/// Which paths anyone may read: [`is_public`], or [`is_public_with_metrics`].
+type Public = fn(&Method, &str) -> bool;
+
+/// [`is_public`], and `GET /metrics`: what anyone may read when `server.public_metrics` is set.
+pub fn is_public_with_metrics(method: &Method, path: &str) -> bool {
+    is_public(method, path)
+        || ((method == Method::GET || method == Method::HEAD) && path == "/metrics")
+}
+
 async fn require_token(
-    State(token): State<Option<Secret>>,
+    State((token, public)): State<(Option<Secret>, Public)>,
     request: Request,
     next: Next,
 ) -> Response {
     let Some(token) = token else {
         return next.run(request).await;
     };
-    if is_public(request.method(), request.uri().path())
-        || bearer_matches(request.headers(), &token)
-    {
+    if public(request.method(), request.uri().path()) || bearer_matches(request.headers(), &token) {
         return next.run(request).await;
     }
     // The request body was never read, so the connection cannot carry another request cleanly:
@@ -514,6 +533,11 @@ mod tests {
         }
         assert!(!is_public(&Method::POST, "/"));
         assert!(!is_public(&Method::DELETE, "/health"));
+        assert!(!is_public(&Method::GET, "/metrics"));
+        assert!(is_public_with_metrics(&Method::GET, "/metrics"));
+        assert!(is_public_with_metrics(&Method::GET, "/health"));
+        assert!(!is_public_with_metrics(&Method::POST, "/metrics"));
+        assert!(!is_public_with_metrics(&Method::GET, "/metrics/x"));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! - [`fusion`]: pure weighted RRF over ranked lists.
 //! - [`roster`]: the live set of stores (config + overlay) and each one's bind status.
 //! - [`health`]: per-store call records and the circuit breaker that reads them.
+//! - [`metrics`]: the Prometheus families of `GET /metrics`: names, buckets, the exposition.
 //! - [`api`]: the wire types both edges speak.
 //! - [`chain`]: where a search stands among callosums: via ids, depth, call budget.
 //! - [`federation`]: the one core both edges call: fan out, collect failures, fuse, answer.
@@ -43,6 +44,7 @@ pub mod limits;
 pub mod listener;
 pub mod mcp;
 pub mod metadata;
+pub mod metrics;
 pub mod overlay;
 pub mod packet;
 pub mod render;

@@ -202,6 +202,17 @@ fn count_and_warn(count: &mut u64, max: usize, message: &str) {
 /// How long a newcomer waits for the slot of the connection it evicted.
 const EVICTION_WAIT: Duration = Duration::from_millis(500);
 
+/// Connections open in this process, over every listener: what `GET /metrics` reports. One count
+/// for the process, not one per listener, because the router that answers `/metrics` is built
+/// before the listener that serves it and knows nothing of it; a process serves one listener
+/// (`serve`, or `stdio --http`), so the two are the same there.
+static OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// How many connections are open in this process now.
+pub fn open_connections() -> usize {
+    OPEN.load(Ordering::Relaxed)
+}
+
 /// The open connections, for eviction.
 struct Table {
     entries: Mutex<HashMap<u64, Arc<Entry>>>,
@@ -244,11 +255,15 @@ impl Table {
         });
         entry.idle_since.store(entry.now(), Ordering::Relaxed);
         self.lock().insert(id, entry.clone());
+        OPEN.fetch_add(1, Ordering::Relaxed);
         (id, entry)
     }
 
+    /// Called once per connection, when its task ends (an evicted one too: eviction only takes it
+    /// out of the table early).
     fn close(&self, id: u64) {
         self.lock().remove(&id);
+        OPEN.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Evicts the connection idle longest; false when every connection has a request under way.

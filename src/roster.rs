@@ -60,6 +60,8 @@ struct Inner {
     config: Arc<Config>,
     overlay: tokio::sync::Mutex<OverlayState>,
     live: RwLock<Arc<Fan>>,
+    /// The overlay writes made, and those that failed, for `GET /metrics`.
+    writes: crate::metrics::Writes,
 }
 
 impl Roster {
@@ -79,6 +81,11 @@ impl Roster {
     /// The current snapshot.
     pub fn fan(&self) -> Arc<Fan> {
         self.inner.fan()
+    }
+
+    /// The overlay writes this roster made, and those that failed.
+    pub fn overlay_writes(&self) -> &crate::metrics::Writes {
+        &self.inner.writes
     }
 
     /// Adds a managed store: checks it, writes the overlay, then fans it from the next search.
@@ -128,6 +135,7 @@ impl Inner {
             config,
             overlay: tokio::sync::Mutex::new(state),
             live: RwLock::new(Arc::new(fan)),
+            writes: crate::metrics::Writes::default(),
         }
     }
 
@@ -342,6 +350,7 @@ impl Inner {
         let written =
             tokio::task::spawn_blocking(move || overlay::save(&path, &entries).map(|()| entries))
                 .await;
+        self.writes.count(matches!(written, Ok(Ok(_))));
         let error = match written {
             Ok(Ok(entries)) => return Ok(entries),
             Ok(Err(e)) => e.to_string(),

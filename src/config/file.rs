@@ -104,6 +104,7 @@ pub(super) struct FileServer {
     /// Which keychain backend `*_keyring` pointers name (`auto` when absent).
     pub(super) keyring: Option<String>,
     pub(super) allow_open_lan: Option<Flag>,
+    pub(super) public_metrics: Option<Flag>,
     pub(super) allowed_hosts: Option<Vec<String>>,
     /// The name before the allow-list guarded every route; read as `allowed_hosts`.
     pub(super) mcp_allowed_hosts: Option<Vec<String>>,

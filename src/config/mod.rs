@@ -171,6 +171,8 @@ pub struct Server {
     /// Where the inbound token comes from (never the token).
     pub token_source: TokenSource,
     pub allow_open_lan: bool,
+    /// `GET /metrics` needs no token (it is gated like every other route unless this is set).
+    pub public_metrics: bool,
     /// Extra `Host` names every route but `GET /health` accepts besides loopback names, the bound
     /// address and IP literals (a proxy's or a LAN name); `*` turns the check off.
     pub allowed_hosts: Vec<String>,
@@ -741,6 +743,7 @@ fn read_server(
         token_error: None,
         token_source: TokenSource::None,
         allow_open_lan: s.allow_open_lan.is_some_and(|f| f.0),
+        public_metrics: s.public_metrics.is_some_and(|f| f.0),
         allowed_hosts: s
             .allowed_hosts
             .into_iter()
@@ -820,6 +823,7 @@ fn apply_env(
     }
     for (name, target) in [
         ("SEREN_SCC_ALLOW_OPEN_LAN", &mut server.allow_open_lan),
+        ("SEREN_SCC_PUBLIC_METRICS", &mut server.public_metrics),
         ("SEREN_SCC_TRUST_SYSTEM_STORE", &mut tls.trust_system_store),
     ] {
         if let Some(value) = env.var(name) {

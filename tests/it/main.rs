@@ -15,6 +15,7 @@ mod load;
 mod manifests;
 mod mcp;
 mod mcp_store;
+mod metrics;
 mod overlay;
 mod packet;
 mod rest;
