@@ -10,6 +10,9 @@
 //! send), beside the same typed decode done with plain `serde_json` and with `serde_path_to_error`,
 //! so a profile's finding about decoding can be checked in numbers.
 //!
+//! A last table times what `GET /metrics` adds to a search (the search counted and timed, and one
+//! call per store: the hooks of `federation.rs`, clock reads included) and what one scrape costs.
+//!
 //! The exit code is non-zero only when `fuse` or a decode answers wrongly (the wrong length or
 //! order), so CI can run `--quick` and never judge a wall-clock figure.
 
@@ -397,6 +400,67 @@ fn decode_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
     ok
 }
 
+/// What the metrics add to a search over 3 stores, and what a scrape of 3 or 64 stores costs.
+fn metrics_table(iterations: usize) {
+    use seren_corpus_callosum::health::Health;
+    use seren_corpus_callosum::metrics::{Metrics, Scrape, Writes};
+    let metrics = Metrics::default();
+    let answered: Result<Vec<store::Hit>, store::Failure> = Ok(Vec::new());
+    let names: Vec<String> = (0..64).map(|i| format!("store-{i}")).collect();
+    let stores: Vec<&str> = names.iter().map(String::as_str).collect();
+    // Each hook as federation.rs runs it: one more clock read, then the count.
+    let search = |metrics: &Metrics| {
+        for store in &stores[..3] {
+            let started = Instant::now();
+            metrics.store_call(black_box(store), started.elapsed(), &answered);
+        }
+        let started = Instant::now();
+        metrics.search(started.elapsed(), true);
+    };
+    for _ in 0..1_000 {
+        search(&metrics);
+    }
+    let rounds = iterations * 10;
+    let began = Instant::now();
+    for _ in 0..rounds {
+        search(black_box(&metrics));
+    }
+    let per_search = began.elapsed() / rounds as u32;
+    println!(
+        "\nmetrics: the hooks of one search over 3 stores (a search and 3 calls counted and timed): \
+         {:.3} us, mean of {rounds}",
+        us(per_search)
+    );
+    let health = Health::default();
+    let writes = Writes::default();
+    for store in &stores {
+        metrics.store_call(store, Duration::from_millis(3), &answered);
+    }
+    for count in [3, 64] {
+        let scrape = || {
+            metrics.encode(Scrape {
+                stores: &stores[..count],
+                health: &health,
+                in_flight: 1,
+                overlay_writes: &writes,
+            })
+        };
+        let bytes = scrape().len();
+        let mut times: Vec<Duration> = (0..200)
+            .map(|_| {
+                let start = Instant::now();
+                black_box(scrape());
+                start.elapsed()
+            })
+            .collect();
+        times.sort_unstable();
+        println!(
+            "metrics: one scrape of {count} stores ({bytes} bytes): {:.1} us median",
+            us(percentile(&times, 50.0))
+        );
+    }
+}
+
 fn main() -> ExitCode {
     let quick = std::env::args().any(|arg| arg == "--quick");
     // Per case: warm-up calls, timed calls, and a time bound on the timed loop.
@@ -486,6 +550,7 @@ fn main() -> ExitCode {
     ok &= packet_table(warmup, iterations, bound);
     ok &= decode_table(warmup, iterations, bound);
     println!("(microseconds per call)");
+    metrics_table(iterations);
     if ok {
         ExitCode::SUCCESS
     } else {
