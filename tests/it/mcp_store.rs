@@ -113,8 +113,17 @@ async fn a_callosum_over_stdio_is_spawned_once_and_ranks_as_over_rest() {
         let direct: Vec<&Value> = direct["hits"].as_array().unwrap().iter().collect();
         assert_eq!(ids(&hits_of(&answer, "inner")), ids(&direct[..3]));
     }
-    // One server for every search: the stub saw three searches from one inner callosum, and the
-    // outer's store list shows the program, not its arguments.
+    // One server for every search: each callosum adds its own random id to the chain, and the
+    // stub saw the outer's searches all come through the same inner one.
+    let inner_ids: std::collections::HashSet<String> = facts
+        .captured()
+        .iter()
+        .filter_map(|c| c.headers.get("x-seren-callosum-via"))
+        .filter(|via| via.contains(','))
+        .cloned()
+        .collect();
+    assert_eq!(inner_ids.len(), 1, "one inner process: {inner_ids:?}");
+    // The outer's store list shows the program, not its arguments.
     let (_, stores) = outer.get("/stores").await;
     assert_eq!(stores["stores"][0]["url"], format!("stdio: {BIN}"));
 }
