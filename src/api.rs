@@ -159,6 +159,14 @@ pub struct Stores {
     /// until the file is fixed or removed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlay_error: Option<String>,
+    /// Set when the config file changed but the new version could not be loaded: the service
+    /// runs on the one last loaded, and says here why the new one was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_error: Option<String>,
+    /// Settings the config file now sets otherwise than the running service, which take effect
+    /// only at its next start (the bind address, the token, ...), by their YAML names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restart_needed: Vec<String>,
 }
 
 /// One `mcp` preset: a known MCP server's mapping, named.

@@ -18,7 +18,7 @@ use crate::knobs::Knobs;
 use crate::limits::MAX_BUDGET_TOKENS;
 use crate::packet::page::packet_cost;
 use crate::packet::{self, Cut, Row, Seen, edges, hops};
-use crate::roster::{Bound, Fan, Roster};
+use crate::roster::{Bound, Changed, Fan, Roster};
 use crate::store;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -44,6 +44,33 @@ pub struct Federation {
     knobs: RwLock<Arc<Knobs>>,
     /// The searches' and the store calls' numbers, for `GET /metrics`.
     metrics: crate::metrics::Metrics,
+    /// How the last look at the config file went (a reload refused, settings waiting on a
+    /// restart).
+    reloads: RwLock<ReloadState>,
+}
+
+/// What `GET /stores` says of the config file since the service started.
+#[derive(Debug, Default, Clone)]
+struct ReloadState {
+    /// Why the file as it now stands was not loaded.
+    error: Option<String>,
+    /// The settings it changes that only a restart applies.
+    restart_needed: Vec<String>,
+}
+
+/// What a reload did, as its log line says it.
+#[derive(Debug, Default, PartialEq)]
+pub struct Reloaded {
+    /// Stores fanned now and not before, by name.
+    pub added: Vec<String>,
+    /// Stores fanned before and not now.
+    pub removed: Vec<String>,
+    /// Stores whose entry changed: bound again, with a fresh health record.
+    pub rebound: Vec<String>,
+    /// Knobs set with `/configure` that a changed file value replaced.
+    pub knobs_replaced: Vec<String>,
+    /// Settings changed in the file that wait for a restart.
+    pub restart_needed: Vec<String>,
 }
 
 impl Federation {
@@ -69,12 +96,119 @@ impl Federation {
             id: Id::random(),
             searches: tokio::sync::Semaphore::new(max_searches),
             metrics: crate::metrics::Metrics::default(),
+            reloads: RwLock::default(),
         })
     }
 
     /// The configuration in force.
-    pub fn config(&self) -> &Config {
+    pub fn config(&self) -> Arc<Config> {
         self.roster.config()
+    }
+
+    /// Puts a config file read again in force, from the next search on: its stores (keeping the
+    /// bound session, health and breaker of every store whose entry did not change) and its
+    /// knobs (a knob set with `/configure` keeps its live value unless the file changed that
+    /// knob: the later change wins). Settings only a start applies (`server:`, `tls:`, the
+    /// breaker's) stay as they are and are named in `restart_needed`.
+    pub async fn reload(&self, mut new: Config) -> Reloaded {
+        let old = self.config();
+        let restart_needed = old.needs_restart(&new);
+        new.keep_start_settings(&old);
+        for warning in &new.warnings {
+            tracing::warn!("{warning}");
+        }
+        let new = Arc::new(new);
+        let changed = self.roster.reload(new.clone()).await;
+        let knobs_replaced = self.reload_knobs(&old, &new, &changed);
+        self.after_change(&changed);
+        *self.reloads.write().unwrap_or_else(PoisonError::into_inner) = ReloadState {
+            error: None,
+            restart_needed: restart_needed.clone(),
+        };
+        let names =
+            |fan: &Fan| -> Vec<String> { fan.bound.iter().map(|b| b.name.clone()).collect() };
+        let (before, after) = (names(&changed.before), names(&changed.after));
+        let rebound = (changed.after.bound.iter())
+            .filter(|now| {
+                (changed.before.bound.iter())
+                    .any(|was| was.name == now.name && !Arc::ptr_eq(was, now))
+            })
+            .map(|b| b.name.clone())
+            .collect();
+        Reloaded {
+            added: after
+                .iter()
+                .filter(|n| !before.contains(n))
+                .cloned()
+                .collect(),
+            removed: before
+                .iter()
+                .filter(|n| !after.contains(n))
+                .cloned()
+                .collect(),
+            rebound,
+            knobs_replaced,
+            restart_needed,
+        }
+    }
+
+    /// A config file that could not be loaded: nothing changes, and `GET /stores` says why.
+    pub fn reload_failed(&self, error: String) {
+        self.reloads
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .error = Some(error);
+    }
+
+    /// Reads the runtime overlay again and fans what another process wrote there.
+    pub async fn refresh_overlay(&self) {
+        if let Some(changed) = self.roster.refresh().await {
+            self.after_change(&changed);
+        }
+    }
+
+    /// The knobs under a reloaded file (see [`Federation::reload`]); names the live values the
+    /// file replaced.
+    fn reload_knobs(&self, old: &Config, new: &Config, changed: &Changed) -> Vec<String> {
+        let (was, now) = (Knobs::from_config(old), Knobs::from_config(new));
+        let same_entry = |name: &str| {
+            let find = |fan: &Fan| {
+                (fan.bound.iter())
+                    .find(|b| b.name == name)
+                    .map(|b| (b.weight, b.floor))
+            };
+            find(&changed.before).is_some_and(|before| find(&changed.after) == Some(before))
+        };
+        let mut live = self.knobs.write().unwrap_or_else(PoisonError::into_inner);
+        let (knobs, replaced) = live.reloaded(&was, now, &changed.after.rows, same_entry);
+        *live = Arc::new(knobs);
+        replaced
+    }
+
+    /// The bookkeeping beside the roster after it changed: health records and metric series of
+    /// stores that left go, a store bound again starts a fresh record (its breaker closed), and
+    /// weight and floor overrides of stores that left are dropped.
+    fn after_change(&self, changed: &Changed) {
+        for now in &changed.after.bound {
+            let rebound = (changed.before.bound.iter())
+                .any(|was| was.name == now.name && !Arc::ptr_eq(was, now));
+            if rebound {
+                self.health.forget(&now.name);
+            }
+        }
+        self.forget_departed();
+        let rows = &changed.after.rows;
+        let mut live = self.knobs.write().unwrap_or_else(PoisonError::into_inner);
+        if live
+            .stores
+            .keys()
+            .any(|name| !rows.iter().any(|r| &r.name == name))
+        {
+            let mut kept = (**live).clone();
+            kept.stores
+                .retain(|name, _| rows.iter().any(|r| &r.name == name));
+            *live = Arc::new(kept);
+        }
     }
 
     /// The live roster.
@@ -116,7 +250,7 @@ impl Federation {
 
     /// `GET /knobs` [5.3].
     pub fn knobs_answer(&self) -> crate::api::KnobsAnswer {
-        crate::knobs::answer(self.config(), &self.knobs(), &self.roster.fan().rows)
+        crate::knobs::answer(&self.config(), &self.knobs(), &self.roster.fan().rows)
     }
 
     /// A search (below), counted and timed for `GET /metrics`.
@@ -442,6 +576,9 @@ impl Federation {
     pub fn stores(&self) -> Stores {
         let fan = self.roster.fan();
         let knobs = self.knobs();
+        let reloads = (self.reloads.read())
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let mut rows = fan.rows.clone();
         for row in rows
             .iter_mut()
@@ -471,6 +608,8 @@ impl Federation {
                 })
                 .collect(),
             overlay_error: fan.overlay_error.clone(),
+            config_error: reloads.error,
+            restart_needed: reloads.restart_needed,
         }
     }
 

@@ -264,6 +264,12 @@ impl Health {
         self.lock().retain(|name, _| keep.contains(name.as_str()));
     }
 
+    /// Drops one store's record: the store was bound again from a changed entry (another url,
+    /// another token), so what its old self did says nothing of it.
+    pub fn forget(&self, store: &str) {
+        self.lock().remove(store);
+    }
+
     /// A probe that ended without an outcome (its search was dropped): let the next call probe.
     pub fn abandon_probe(&self, store: &str) {
         let mut records = self.lock();

@@ -196,6 +196,58 @@ impl Knobs {
         Ok((knobs, changed))
     }
 
+    /// These live knobs under a config file read again: `was` is what the file set before, `now`
+    /// what it sets now. The later change wins: a knob the file changed takes the file's new
+    /// value; any other keeps its live value (set with `/configure`, or the file's all along). A
+    /// store's weight and floor override is kept while `same_entry` says the file left that
+    /// store's own weight and floor alone. Also names the live values the file replaced.
+    pub fn reloaded(
+        &self,
+        was: &Knobs,
+        now: Knobs,
+        rows: &[StoreRow],
+        same_entry: impl Fn(&str) -> bool,
+    ) -> (Knobs, Vec<String>) {
+        let mut kept = Map::new();
+        let mut replaced = Vec::new();
+        for (key, _) in ROWS.iter().filter(|(key, _)| *key != "fusion_mode") {
+            let live = self.value(key);
+            if live == was.value(key) {
+                continue;
+            }
+            if was.value(key) == now.value(key) {
+                // `/configure` reads 0 as "no page", its way of writing null.
+                kept.insert(
+                    (*key).to_owned(),
+                    if live.is_null() { 0.into() } else { live },
+                );
+            } else {
+                replaced.push((*key).to_owned());
+            }
+        }
+        let mut stores = BTreeMap::new();
+        for (name, set) in &self.stores {
+            if rows.iter().any(|row| &row.name == name) && same_entry(name) {
+                stores.insert(name.clone(), *set);
+            } else if rows.iter().any(|row| &row.name == name) {
+                replaced.push(format!("stores.{name}"));
+            }
+        }
+        let request = serde_json::from_value::<ConfigureRequest>(Value::Object(kept));
+        let applied = request
+            .map_err(|e| e.to_string())
+            .and_then(|request| now.configure(&request, rows).map_err(|r| r.to_string()));
+        let knobs = match applied {
+            Ok((knobs, _)) => knobs,
+            Err(error) => {
+                // Live values were checked when they were set, by the same rules: not reached.
+                tracing::warn!(%error, "live knobs not kept across the reload; the file's are in force");
+                now
+            }
+        };
+        (Knobs { stores, ..knobs }, replaced)
+    }
+
     /// The live values, with the request's over them.
     fn input(&self, r: &ConfigureRequest) -> KnobInput {
         let s = &self.shaping;

@@ -47,6 +47,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod overlay;
 pub mod packet;
+pub mod reload;
 pub mod render;
 pub mod roster;
 pub mod store;

@@ -38,6 +38,14 @@ pub const MCP_SESSION_IDLE: Duration = Duration::from_secs(120);
 /// How long a keychain write or delete may take before a roster change goes on without it (a
 /// locked keychain may wait on a prompt nobody answers).
 pub const KEYCHAIN_WAIT: Duration = Duration::from_secs(10);
+/// How long an add or remove waits for another process's lock on a shared overlay: a change holds
+/// it for one read and one write (milliseconds), so a wait this long means a stuck process, and
+/// the caller gets a 503 to retry rather than a request that hangs.
+pub const OVERLAY_LOCK_WAIT: Duration = Duration::from_secs(10);
+/// How often the config file and the overlay are looked at for a change (their size, time and
+/// inode; nothing is read until those move). A change is taken in once the file has stood still
+/// for one more look, so an editor's half-written save is not loaded: about half a second.
+pub const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// The largest token page (`budget_tokens`) a search or the config may ask for: far past any
 /// model's reading, small enough that the ask it sizes (one hit per 16 tokens) stays a few
 /// thousand hits.

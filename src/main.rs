@@ -10,7 +10,7 @@ use seren_corpus_callosum::config::{Config, Exposure};
 use seren_corpus_callosum::federation::Federation;
 use seren_corpus_callosum::http::{self, AppState};
 use seren_corpus_callosum::text::{cut, printable};
-use seren_corpus_callosum::{api, demo, mcp};
+use seren_corpus_callosum::{api, demo, mcp, reload};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -122,13 +122,15 @@ fn main() -> ExitCode {
         Ok(config) => config,
         Err(code) => return code,
     };
+    // `serve` and `stdio` read the file again when it changes, the way it was first read.
+    let loader = command.bind().cloned().map(reloader);
     let result = runtime.block_on(async move {
         match command {
-            Command::Serve(_) => run_server(config, None).await,
+            Command::Serve(_) => run_server(config, None, loader).await,
             Command::Search(args) => search(config, args).await,
             Command::Check(_) => check(config).await,
             Command::Demo(_) => run_demo(config).await,
-            Command::Stdio(args) => stdio(config, args.http).await,
+            Command::Stdio(args) => stdio(config, args.http, loader).await,
         }
     });
     match result {
@@ -212,6 +214,15 @@ fn load_config(arg: &ConfigArg, bind: Option<&ServeArgs>) -> Result<Config, Exit
     }
 }
 
+/// How a running service reads its config file again: as at start, `--host` and `--port` included.
+fn reloader(bind: ServeArgs) -> reload::Loader {
+    Arc::new(move |running: &Config| {
+        let mut config = running.reread()?;
+        apply_bind_overrides(&mut config, &bind);
+        Ok(config)
+    })
+}
+
 fn apply_bind_overrides(config: &mut Config, args: &ServeArgs) {
     if let Some(host) = &args.host {
         config.server.host = host.clone();
@@ -261,7 +272,13 @@ fn check_exposure(config: &Config) -> Result<(), ExitCode> {
 }
 
 /// Binds, serves until SIGINT or SIGTERM, and shuts down gracefully.
-async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<ExitCode> {
+/// Binds, serves until SIGINT or SIGTERM, and shuts down gracefully; with a `loader`, the config
+/// file is read again on SIGHUP and when it changes.
+async fn run_server(
+    config: Config,
+    banner: Option<String>,
+    loader: Option<reload::Loader>,
+) -> anyhow::Result<ExitCode> {
     if let Err(code) = check_exposure(&config) {
         return Ok(code);
     }
@@ -269,24 +286,33 @@ async fn run_server(config: Config, banner: Option<String>) -> anyhow::Result<Ex
     let shutdown = CancellationToken::new();
     let (addr, serving) = bind_http(federation.clone(), &shutdown).await?;
     federation.warm_up();
-    let fan = federation.roster().fan();
-    tracing::info!(
-        config = %federation.config().path.display(),
-        overlay = %federation.config().overlay_path.display(),
-        stores = fan.bound.len(),
-        "fanning {} store(s): {}",
-        fan.bound.len(),
-        fan.bound.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
-    );
+    {
+        // Scoped: a snapshot held here would keep its stores (and their servers) for the life of
+        // the process, past any reload that removes them.
+        let fan = federation.roster().fan();
+        tracing::info!(
+            config = %federation.config().path.display(),
+            overlay = %federation.config().overlay_path.display(),
+            stores = fan.bound.len(),
+            "fanning {} store(s): {}",
+            fan.bound.len(),
+            fan.bound.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    }
     tracing::info!("listening on http://{addr} (viewer: http://{addr}/viewer)");
     // Printed only once the router is built, so an address on screen is one that answers.
     if let Some(banner) = banner {
         eprintln!("{}", banner.replace("{addr}", &addr.to_string()));
     }
+    if let Some(loader) = loader {
+        reload::spawn(federation.clone(), loader, shutdown.clone());
+    }
+    notify_systemd(&format!("READY=1\nSTATUS=listening on http://{addr}"));
     let signal = shutdown.clone();
     tokio::spawn(async move {
         wait_for_signal().await;
         tracing::info!("shutting down");
+        notify_systemd("STOPPING=1");
         signal.cancel();
     });
     serving.await?;
@@ -319,7 +345,11 @@ async fn bind_http(
 
 /// MCP on stdin/stdout until the host closes stdin; with `--http`, the HTTP surface beside it on
 /// the same live roster.
-async fn stdio(config: Config, http: bool) -> anyhow::Result<ExitCode> {
+async fn stdio(
+    config: Config,
+    http: bool,
+    loader: Option<reload::Loader>,
+) -> anyhow::Result<ExitCode> {
     if http && let Err(code) = check_exposure(&config) {
         return Ok(code);
     }
@@ -333,6 +363,9 @@ async fn stdio(config: Config, http: bool) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    if let Some(loader) = loader {
+        reload::spawn(federation.clone(), loader, shutdown.clone());
+    }
     let served = mcp::serve_stdio(federation).await;
     shutdown.cancel();
     if let Some(sidecar) = sidecar {
@@ -340,6 +373,34 @@ async fn stdio(config: Config, http: bool) -> anyhow::Result<ExitCode> {
     }
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Tells systemd (a `Type=notify` unit, `$NOTIFY_SOCKET`) how the service stands: `READY=1` once
+/// the listener answers, `STOPPING=1` as it drains. Without the variable, or off Unix, nothing.
+fn notify_systemd(state: &str) {
+    #[cfg(unix)]
+    {
+        let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+            return;
+        };
+        let sent = (|| -> std::io::Result<usize> {
+            let socket = std::os::unix::net::UnixDatagram::unbound()?;
+            let bytes = path.as_encoded_bytes();
+            #[cfg(target_os = "linux")]
+            if let Some(name) = bytes.strip_prefix(b"@") {
+                use std::os::linux::net::SocketAddrExt;
+                let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+                return socket.send_to_addr(state.as_bytes(), &addr);
+            }
+            let _ = bytes;
+            socket.send_to(state.as_bytes(), &path)
+        })();
+        if let Err(error) = sent {
+            tracing::warn!(%error, "could not notify systemd ($NOTIFY_SOCKET)");
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = state;
 }
 
 async fn wait_for_signal() {
@@ -656,5 +717,6 @@ async fn run_demo(mut config: Config) -> anyhow::Result<ExitCode> {
         loci.url,
         config.overlay_path.display(),
     );
-    run_server(config, Some(banner)).await
+    // The demo's roster is its two sample stores, not the file's: nothing is reloaded.
+    run_server(config, Some(banner), None).await
 }

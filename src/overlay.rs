@@ -5,6 +5,12 @@
 //! entry this version cannot bind (a hand edit, a newer type) is carried through every rewrite
 //! instead of being lost. Writes are atomic: a temp file in the same directory, flushed to disk,
 //! then renamed over the old file, so a crash leaves either the old file or the new one.
+//!
+//! Several processes may share one overlay (a host's `stdio` beside `serve`, replicas on a shared
+//! volume). A change is a read-modify-write under [`lock`], an advisory lock on a file beside the
+//! overlay (the overlay itself is replaced by each write, so it cannot carry the lock), and the
+//! writer reads the file again under it: two processes writing at once both land. Each process sees
+//! the others' changes by watching the file's [`Stamp`].
 
 use serde_json::Value;
 use std::io::Write;
@@ -57,18 +63,75 @@ pub fn load(path: &Path) -> Result<Vec<Value>, OverlayError> {
     }
 }
 
-/// Replaces the overlay with `entries`, atomically. On error the old file is untouched.
-pub fn save(path: &Path, entries: &[Value]) -> std::io::Result<()> {
-    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+/// Held while a process reads, changes and writes the overlay: an exclusive advisory lock
+/// (`flock`) on `.<overlay>.lock` beside it. Released when dropped, and by the kernel when the
+/// process dies, so a killed writer never leaves the overlay locked.
+#[derive(Debug)]
+pub struct Lock {
+    _file: std::fs::File,
+}
+
+/// Takes the overlay's lock, waiting for another process that holds it. Blocking: call it off the
+/// async threads.
+pub fn lock(path: &Path) -> std::io::Result<Lock> {
+    let (dir, file_name) = dir_and_name(path);
+    std::fs::create_dir_all(&dir)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let file = options.open(dir.join(format!(".{file_name}.lock")))?;
+    file.lock()?;
+    Ok(Lock { _file: file })
+}
+
+/// What tells one version of the overlay (or of the config file) from the next without reading
+/// it: size, modification time and, on Unix, the inode a rename brings. `None` is no file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+}
+
+/// The file's stamp now. The path is followed through symlinks, so a Kubernetes ConfigMap (whose
+/// files are symlinks swapped whole) is seen changing too.
+pub fn stamp(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = {
+        use std::os::unix::fs::MetadataExt;
+        meta.ino() ^ meta.dev().rotate_left(32)
+    };
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(Stamp {
+        len: meta.len(),
+        modified: meta.modified().ok(),
+        inode,
+    })
+}
+
+fn dir_and_name(path: &Path) -> (PathBuf, String) {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&dir)?;
     let file_name = path.file_name().map_or_else(
-        || crate::config::OVERLAY_FILE_NAME.into(),
-        |n| n.to_string_lossy(),
+        || crate::config::OVERLAY_FILE_NAME.to_owned(),
+        |n| n.to_string_lossy().into_owned(),
     );
+    (dir, file_name)
+}
+
+/// Replaces the overlay with `entries`, atomically. On error the old file is untouched.
+pub fn save(path: &Path, entries: &[Value]) -> std::io::Result<()> {
+    static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+    let (dir, file_name) = dir_and_name(path);
+    std::fs::create_dir_all(&dir)?;
     let temp = dir.join(format!(
         ".{file_name}.tmp-{}-{}",
         std::process::id(),
@@ -144,6 +207,46 @@ mod tests {
         save(&path, &[json!({"name": "a", "token": "t"})]).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn the_lock_is_exclusive_between_holders_and_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime-stores.json");
+        let held = lock(&path).unwrap();
+        // A second open file description (as another process has) cannot take it meanwhile.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let other = path.clone();
+        let waiter = std::thread::spawn(move || {
+            let second = lock(&other).unwrap();
+            tx.send(()).unwrap();
+            drop(second);
+        });
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(200))
+                .is_err(),
+            "the lock was taken twice"
+        );
+        drop(held);
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the lock was not handed on");
+        waiter.join().unwrap();
+        // The lock file is hidden beside the overlay, which it never becomes.
+        assert!(dir.path().join(".runtime-stores.json.lock").exists());
+        assert!(load(&path).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_write_changes_the_stamp_and_a_missing_file_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime-stores.json");
+        assert_eq!(stamp(&path), None);
+        save(&path, &[json!({"name": "a"})]).unwrap();
+        let first = stamp(&path).unwrap();
+        assert_eq!(stamp(&path), Some(first));
+        // The same size and, on a coarse clock, the same time: the rename's new inode tells.
+        save(&path, &[json!({"name": "b"})]).unwrap();
+        assert_ne!(stamp(&path), Some(first));
     }
 
     #[test]

@@ -4,13 +4,18 @@
 //! longer than a pointer swap. Writers (add, remove) are serialized by one async mutex that also
 //! guards the overlay file, so the file and the live roster change together or not at all: the
 //! file is written first, and only when that succeeds is the new fan swapped in.
+//!
+//! Other processes may share the overlay. A change takes the file's advisory lock too and reads
+//! the file again under it, so it builds on what any process last wrote; [`Roster::refresh`]
+//! (called when the file changes) brings in what others wrote; [`Roster::reload`] puts a newly
+//! read config file in force. Each keeps every store whose entry did not change, bound as it was.
 
 use crate::api::NewStore;
 use crate::api::{NameReason, Refusal, RefusalKind, StoreRow, StoreStatus};
 use crate::config::Endpoint;
 use crate::config::{Config, Invalid, RawStoreEntry, StoreEntry};
 use crate::keychain::Pointer;
-use crate::limits::KEYCHAIN_WAIT;
+use crate::limits::{KEYCHAIN_WAIT, OVERLAY_LOCK_WAIT};
 use crate::overlay;
 use crate::store::mcp::McpStore;
 use crate::store::mcp::client::Link;
@@ -44,10 +49,19 @@ pub struct Fan {
     pub overlay_error: Option<String>,
 }
 
-/// What the overlay mutex guards: the overlay's entries as last read or written.
+/// What the overlay mutex guards: the overlay's entries as last read or written. When the file
+/// stops parsing while the service runs, `entries` keeps the last good read (its stores stay
+/// fanned) and `error` says why nothing more is read or written.
 struct OverlayState {
     entries: Vec<Value>,
     error: Option<String>,
+}
+
+/// A roster change another party made (the overlay written by another process, a config file
+/// reloaded): the snapshots before and after, for the bookkeeping kept beside the roster.
+pub struct Changed {
+    pub before: Arc<Fan>,
+    pub after: Arc<Fan>,
 }
 
 /// The live roster. Cheap to share: the state lives behind one `Arc`, so that a change runs to its
@@ -57,7 +71,8 @@ pub struct Roster {
 }
 
 struct Inner {
-    config: Arc<Config>,
+    /// The config in force: swapped whole by a reload.
+    config: RwLock<Arc<Config>>,
     overlay: tokio::sync::Mutex<OverlayState>,
     live: RwLock<Arc<Fan>>,
     /// The overlay writes made, and those that failed, for `GET /metrics`.
@@ -73,9 +88,9 @@ impl Roster {
         }
     }
 
-    /// The configuration the roster was built from.
-    pub fn config(&self) -> &Config {
-        &self.inner.config
+    /// The configuration in force (the one last loaded).
+    pub fn config(&self) -> Arc<Config> {
+        self.inner.config()
     }
 
     /// The current snapshot.
@@ -102,11 +117,28 @@ impl Roster {
         let name = name.to_owned();
         finish(tokio::spawn(async move { inner.remove(&name).await })).await
     }
+
+    /// Reads the overlay again and, when another process changed it, fans what it now holds.
+    /// `None` when nothing changed.
+    pub async fn refresh(&self) -> Option<Changed> {
+        let inner = self.inner.clone();
+        finish(tokio::spawn(async move { Ok(inner.refresh().await) }))
+            .await
+            .unwrap_or(None)
+    }
+
+    /// Puts a newly loaded config in force: the roster is bound again over it (keeping every
+    /// store whose entry did not change) together with the overlay, read again too.
+    pub async fn reload(&self, config: Arc<Config>) -> Changed {
+        let inner = self.inner.clone();
+        let changed = tokio::spawn(async move { inner.reload(config).await }).await;
+        changed.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
+    }
 }
 
 /// Awaits a roster change. The change reports every problem as a refusal; a panic in it is a bug,
 /// passed on as such.
-async fn finish(change: tokio::task::JoinHandle<Result<usize, Refusal>>) -> Result<usize, Refusal> {
+async fn finish<T>(change: tokio::task::JoinHandle<Result<T, Refusal>>) -> Result<T, Refusal> {
     change
         .await
         .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
@@ -132,11 +164,19 @@ impl Inner {
             tracing::warn!(store = %skip.name, reason = %skip.reason, "store skipped");
         }
         Self {
-            config,
+            config: RwLock::new(config),
             overlay: tokio::sync::Mutex::new(state),
             live: RwLock::new(Arc::new(fan)),
             writes: crate::metrics::Writes::default(),
         }
+    }
+
+    fn config(&self) -> Arc<Config> {
+        // As `fan` below: the value is always a whole `Arc`.
+        self.config
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     fn fan(&self) -> Arc<Fan> {
@@ -159,7 +199,9 @@ impl Inner {
     async fn add(&self, new: NewStore) -> Result<usize, Refusal> {
         let mut entry = check_new_store(new)?;
         let mut state = self.overlay.lock().await;
+        let _file = self.lock_and_sync(&mut state).await?;
         self.refuse_if_overlay_unreadable(&state)?;
+        let config = self.config();
         let fan = self.fan();
         if fan.rows.iter().any(|row| row.name == entry.name) {
             return Err(Refusal::new(
@@ -167,13 +209,13 @@ impl Inner {
                 format!("a store named '{}' already exists", entry.name),
             ));
         }
-        let cap = self.config.federation.max_stores;
+        let cap = config.federation.max_stores;
         if fan.rows.len() >= cap {
             return Err(Refusal::new(
                 RefusalKind::Conflict,
                 format!(
                     "the roster is full: {cap} stores (federation.max_stores); remove one first, or raise the cap in {}",
-                    self.config.path.display()
+                    config.path.display()
                 ),
             ));
         }
@@ -189,7 +231,7 @@ impl Inner {
             return written.map(|_| 0);
         };
         state.entries = written;
-        let fan = self.rebuild(&state.entries).await;
+        let fan = self.rebuild(&state.entries, None).await;
         let active = fan.bound.len();
         self.swap(fan);
         tracing::info!(store = %entry.name, kind = %entry.kind, active, "store added");
@@ -198,6 +240,8 @@ impl Inner {
 
     async fn remove(&self, name: &str) -> Result<usize, Refusal> {
         let mut state = self.overlay.lock().await;
+        let _file = self.lock_and_sync(&mut state).await?;
+        let config = self.config();
         let managed = self
             .fan()
             .rows
@@ -207,7 +251,7 @@ impl Inner {
         if managed == Some(false) {
             return Err(Refusal::bad_request(format!(
                 "'{name}' is a base (config) store - remove it from {}, not from here",
-                self.config.path.display()
+                config.path.display()
             )));
         }
         self.refuse_if_overlay_unreadable(&state)?;
@@ -226,7 +270,7 @@ impl Inner {
                 RefusalKind::NotFound,
                 format!(
                     "no overlay entry is named '{name}'; an entry that cannot be read is removed by editing {}",
-                    self.config.overlay_path.display()
+                    config.overlay_path.display()
                 ),
             ));
         }
@@ -238,7 +282,7 @@ impl Inner {
             .filter(|entry| is_this(entry))
             .filter_map(|entry| entry.get("token_keyring").and_then(Value::as_str))
             .filter_map(|text| Pointer::parse(text).ok())
-            .find(|pointer| pointer.is_ours(name) && !self.config.names_pointer(pointer));
+            .find(|pointer| pointer.is_ours(name) && !config.names_pointer(pointer));
         let entries: Vec<Value> = state
             .entries
             .iter()
@@ -246,7 +290,7 @@ impl Inner {
             .cloned()
             .collect();
         state.entries = self.write_overlay(entries).await?;
-        let fan = self.rebuild(&state.entries).await;
+        let fan = self.rebuild(&state.entries, None).await;
         let active = fan.bound.len();
         self.swap(fan);
         if let Some(pointer) = ours {
@@ -256,15 +300,119 @@ impl Inner {
         Ok(active)
     }
 
+    /// Takes the overlay file's lock (waiting for another process that holds it, within
+    /// [`OVERLAY_LOCK_WAIT`]) and reads the file again under it: what another process wrote since
+    /// is fanned first, and a change then builds on it. Held until the returned lock drops.
+    async fn lock_and_sync(&self, state: &mut OverlayState) -> Result<overlay::Lock, Refusal> {
+        let path = self.config().overlay_path.clone();
+        let shown = path.display().to_string();
+        let locked = tokio::time::timeout(
+            OVERLAY_LOCK_WAIT,
+            tokio::task::spawn_blocking(move || {
+                overlay::lock(&path).map(|lock| (lock, overlay::load(&path)))
+            }),
+        )
+        .await;
+        let (lock, read) = match locked {
+            Ok(Ok(Ok(locked))) => locked,
+            Ok(Ok(Err(e))) => {
+                return Err(Refusal::new(
+                    RefusalKind::Internal,
+                    format!(
+                        "could not write the runtime overlay {shown}: its lock cannot be taken: {e}; nothing changed"
+                    ),
+                ));
+            }
+            Ok(Err(join)) => std::panic::resume_unwind(join.into_panic()),
+            Err(_) => {
+                return Err(Refusal::new(
+                    RefusalKind::Busy,
+                    format!(
+                        "busy: another process has held the runtime overlay {shown} locked for {} s; nothing changed, retry shortly",
+                        OVERLAY_LOCK_WAIT.as_secs()
+                    ),
+                ));
+            }
+        };
+        self.sync(state, read).await;
+        Ok(lock)
+    }
+
+    /// Takes in an overlay just read: when it differs from what this process last read or wrote,
+    /// the roster is bound again over it. An overlay that no longer parses keeps the stores last
+    /// read (nothing is dropped for a half-made edit) and is shown, and refused, until fixed.
+    async fn sync(
+        &self,
+        state: &mut OverlayState,
+        read: Result<Vec<Value>, overlay::OverlayError>,
+    ) -> Option<Changed> {
+        match read {
+            Ok(entries) if entries == state.entries && state.error.is_none() => return None,
+            Ok(entries) => {
+                if state.error.take().is_some() {
+                    tracing::info!("runtime overlay readable again");
+                }
+                state.entries = entries;
+            }
+            Err(e) => {
+                let error = e.to_string();
+                if state.error.as_ref() == Some(&error) {
+                    return None;
+                }
+                tracing::error!(%error, "runtime overlay no longer readable; the stores it held stay fanned, and it will not be overwritten until it is fixed");
+                state.error = Some(error);
+            }
+        }
+        let before = self.fan();
+        let fan = self.rebuild(&state.entries, state.error.clone()).await;
+        self.swap(fan);
+        let after = self.fan();
+        tracing::info!(
+            active = after.bound.len(),
+            "runtime overlay changed elsewhere; roster updated"
+        );
+        Some(Changed { before, after })
+    }
+
+    async fn refresh(&self) -> Option<Changed> {
+        let mut state = self.overlay.lock().await;
+        let path = self.config().overlay_path.clone();
+        let read = tokio::task::spawn_blocking(move || overlay::load(&path)).await;
+        let read = read.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()));
+        self.sync(&mut state, read).await
+    }
+
+    async fn reload(&self, config: Arc<Config>) -> Changed {
+        let mut state = self.overlay.lock().await;
+        *self
+            .config
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = config.clone();
+        let path = config.overlay_path.clone();
+        let read = tokio::task::spawn_blocking(move || overlay::load(&path)).await;
+        let read = read.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()));
+        if let Some(changed) = self.sync(&mut state, read).await {
+            return changed;
+        }
+        let before = self.fan();
+        let fan = self.rebuild(&state.entries, state.error.clone()).await;
+        self.swap(fan);
+        Changed {
+            before,
+            after: self.fan(),
+        }
+    }
+
     /// Binds every store again over `entries`, off the async threads: binding may read the
     /// keychain, which blocks (D-Bus, a system API).
-    async fn rebuild(&self, entries: &[Value]) -> Fan {
-        let config = self.config.clone();
+    async fn rebuild(&self, entries: &[Value], overlay_error: Option<String>) -> Fan {
+        let config = self.config();
         let entries = entries.to_vec();
         let before = self.fan();
-        let built =
-            tokio::task::spawn_blocking(move || build_fan(&config, &entries, None, Some(&before)))
-                .await;
+        let built = tokio::task::spawn_blocking(move || {
+            build_fan(&config, &entries, overlay_error, Some(&before))
+        })
+        .await;
         // The closure does not panic (binding reports every problem as a skip); were it to, the
         // panic is the bug to see, so it is passed on.
         built.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
@@ -275,11 +423,12 @@ impl Inner {
     /// inline (the overlay is mode 0600): it is never dropped.
     async fn keep_token(&self, entry: &mut StoreEntry) -> Option<Pointer> {
         let secret = entry.token.clone()?;
-        if self.config.names_pointer(&Pointer::for_store(&entry.name)) {
+        let config = self.config();
+        if config.names_pointer(&Pointer::for_store(&entry.name)) {
             tracing::info!(store = %entry.name, "the config names this store's keychain entry itself: the token is kept in the runtime overlay (mode 0600)");
             return None;
         }
-        let keychain = self.config.keychain.clone();
+        let keychain = config.keychain.clone();
         let name = entry.name.clone();
         let kept = tokio::time::timeout(
             KEYCHAIN_WAIT,
@@ -313,7 +462,7 @@ impl Inner {
 
     /// Deletes a keychain entry the callosum made, best effort: a failure is logged, not fatal.
     async fn forget_token(&self, pointer: Pointer) {
-        let keychain = self.config.keychain.clone();
+        let keychain = self.config().keychain.clone();
         let target = pointer.clone();
         let forgot = tokio::time::timeout(
             KEYCHAIN_WAIT,
@@ -337,7 +486,7 @@ impl Inner {
             Some(error) => Err(Refusal::new(
                 RefusalKind::Conflict,
                 format!(
-                    "{error}; fix or remove that file (it is never overwritten while it cannot be read), then restart"
+                    "{error}; fix or remove that file (it is never overwritten while it cannot be read); the service reads it again within a second"
                 ),
             )),
             None => Ok(()),
@@ -346,7 +495,7 @@ impl Inner {
 
     /// Writes `entries` as the overlay and hands them back, or refuses with nothing changed.
     async fn write_overlay(&self, entries: Vec<Value>) -> Result<Vec<Value>, Refusal> {
-        let path: PathBuf = self.config.overlay_path.clone();
+        let path: PathBuf = self.config().overlay_path.clone();
         let written =
             tokio::task::spawn_blocking(move || overlay::save(&path, &entries).map(|()| entries))
                 .await;
@@ -356,13 +505,11 @@ impl Inner {
             Ok(Err(e)) => e.to_string(),
             Err(join) => format!("the writer stopped: {join}"),
         };
-        tracing::error!(path = %self.config.overlay_path.display(), %error, "runtime overlay not written; nothing changed");
+        let path = self.config().overlay_path.display().to_string();
+        tracing::error!(%path, %error, "runtime overlay not written; nothing changed");
         Err(Refusal::new(
             RefusalKind::Internal,
-            format!(
-                "could not write the runtime overlay {}: {error}; nothing changed",
-                self.config.overlay_path.display()
-            ),
+            format!("could not write the runtime overlay {path}: {error}; nothing changed"),
         ))
     }
 }

@@ -115,6 +115,7 @@ pub(super) struct FileServer {
     pub(super) header_timeout_s: Option<f64>,
     pub(super) mcp_format: Option<String>,
     pub(super) access_log: Option<Flag>,
+    pub(super) watch: Option<Flag>,
     pub(super) log_queries: Option<Flag>,
 }
 

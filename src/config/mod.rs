@@ -192,6 +192,10 @@ pub struct Server {
     pub mcp_format: crate::api::TextFormat,
     /// One line per request at info (`server.access_log`, default on).
     pub access_log: bool,
+    /// The config file and the runtime overlay are looked at for changes (`server.watch`, default
+    /// on); off, only `SIGHUP` reloads the config, and the overlay is read again before each
+    /// change this process makes.
+    pub watch: bool,
     /// The request line of a search also carries its query (`server.log_queries`, default off:
     /// a query is what a person asked).
     pub log_queries: bool,
@@ -301,6 +305,22 @@ impl Config {
 
     /// Loads from `path` with `env` as the environment; tests pass their own environment.
     pub fn load_from(path: &Path, env: &Env) -> Result<Self, ConfigError> {
+        Self::load_with(path, env, None)
+    }
+
+    /// Reads this config's file again, as it now stands, with the same environment and keychain
+    /// (a reload). Checked in full: any problem is an error and the caller keeps this one.
+    pub fn reread(&self) -> Result<Self, ConfigError> {
+        let mut config = Self::load_with(&self.path, &self.env, Some(self.keychain.clone()))?;
+        config.found_in_working_dir = self.found_in_working_dir;
+        Ok(config)
+    }
+
+    fn load_with(
+        path: &Path,
+        env: &Env,
+        keychain: Option<Arc<Keychain>>,
+    ) -> Result<Self, ConfigError> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -312,7 +332,7 @@ impl Config {
             }
         };
         let exists = text.is_some();
-        let mut config = Self::parse(path, text.as_deref().unwrap_or(""), env)?;
+        let mut config = Self::parse_with(path, text.as_deref().unwrap_or(""), env, keychain)?;
         config.exists = exists;
         Ok(config)
     }
@@ -407,6 +427,77 @@ impl Config {
                 .iter()
                 .flatten()
                 .any(|store| store.token_keyring.as_ref() == Some(pointer))
+    }
+
+    /// The settings `new` sets otherwise than this config that only a start applies, by their
+    /// YAML names: every `server:` and `tls:` setting (the listener, the token and the guard are
+    /// built once), and the breaker's (every store's circuit runs on them).
+    pub fn needs_restart(&self, new: &Config) -> Vec<String> {
+        let (a, b) = (&self.server, &new.server);
+        let token = |s: &Server| {
+            (
+                s.token.as_ref().map(|t| t.expose().to_owned()),
+                s.token_source.clone(),
+                s.token_error.clone(),
+            )
+        };
+        let checks = [
+            ("server.host", a.host != b.host),
+            ("server.port", a.port != b.port),
+            ("server.bearer_token", token(a) != token(b)),
+            (
+                "server.allow_open_lan",
+                a.allow_open_lan != b.allow_open_lan,
+            ),
+            (
+                "server.public_metrics",
+                a.public_metrics != b.public_metrics,
+            ),
+            ("server.allowed_hosts", a.allowed_hosts != b.allowed_hosts),
+            (
+                "server.allowed_origins",
+                a.allowed_origins != b.allowed_origins,
+            ),
+            (
+                "server.max_connections",
+                a.max_connections != b.max_connections,
+            ),
+            ("server.max_in_flight", a.max_in_flight != b.max_in_flight),
+            (
+                "server.max_mcp_sessions",
+                a.max_mcp_sessions != b.max_mcp_sessions,
+            ),
+            (
+                "server.header_timeout_s",
+                a.header_timeout != b.header_timeout,
+            ),
+            ("server.mcp_format", a.mcp_format != b.mcp_format),
+            ("server.access_log", a.access_log != b.access_log),
+            ("server.watch", a.watch != b.watch),
+            ("server.log_queries", a.log_queries != b.log_queries),
+            (
+                "tls.trust_system_store",
+                self.tls.trust_system_store != new.tls.trust_system_store,
+            ),
+            (
+                "federation.breaker_*",
+                self.federation.breaker != new.federation.breaker,
+            ),
+        ];
+        checks
+            .into_iter()
+            .filter(|(_, differs)| *differs)
+            .map(|(name, _)| name.to_owned())
+            .collect()
+    }
+
+    /// Copies the start-only settings (see [`Config::needs_restart`]) from `running` into this
+    /// config, so a reloaded config changes only what can change live.
+    pub fn keep_start_settings(&mut self, running: &Config) {
+        self.server = running.server.clone();
+        self.tls = running.tls.clone();
+        self.federation.breaker = running.federation.breaker;
+        self.keychain = running.keychain.clone();
     }
 
     /// An empty configuration (no file, no environment): every default.
@@ -770,6 +861,7 @@ fn read_server(
             }),
         },
         access_log: s.access_log.is_none_or(|f| f.0),
+        watch: s.watch.is_none_or(|f| f.0),
         log_queries: s.log_queries.is_some_and(|f| f.0),
     };
     let asked = Asked {

@@ -18,4 +18,5 @@ mod mcp_store;
 mod metrics;
 mod overlay;
 mod packet;
+mod reload;
 mod rest;

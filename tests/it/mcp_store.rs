@@ -532,27 +532,17 @@ async fn a_stdio_server_is_gone_when_its_callosum_stops() {
         .unwrap()
         .trim()
         .to_owned();
-    assert!(alive(&pid));
+    assert!(process::alive(&pid));
     let status = std::process::Command::new("kill")
         .args(["-TERM", &server.pid().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
     server.wait_for("shutting down");
-    let gone = tokio::time::timeout(Duration::from_secs(10), async {
-        while alive(&pid) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
-    assert!(gone.is_ok(), "the stdio server {pid} outlived its callosum");
-}
-
-fn alive(pid: &str) -> bool {
-    // A zombie (exited, not yet reaped by init) counts as gone.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| stat.split_whitespace().nth(2).is_none_or(|s| s != "Z"))
-        .unwrap_or(false)
+    assert!(
+        process::ends(&pid).await,
+        "the stdio server {pid} outlived its callosum"
+    );
 }
 
 #[tokio::test]

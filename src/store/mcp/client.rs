@@ -466,7 +466,8 @@ async fn unstarted(child: &mut tokio::process::Child, why: String) -> String {
 
 /// Spawns the server with its stdio piped, killed when dropped. It gets the callosum's
 /// environment without the callosum's own settings and token (`SEREN_SCC_*`: a callosum spawned
-/// as a store reads only its own), then the entry's `env`.
+/// as a store reads only its own) and without systemd's `NOTIFY_SOCKET` and `LISTEN_*` (they are
+/// the callosum's own), then the entry's `env`.
 fn spawn(program: &Program) -> Result<tokio::process::Child, Failure> {
     let mut command = tokio::process::Command::new(&program.command);
     command
@@ -476,7 +477,11 @@ fn spawn(program: &Program) -> Result<tokio::process::Child, Failure> {
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("SEREN_SCC_") {
+        let key_text = key.to_string_lossy();
+        if key_text.starts_with("SEREN_SCC_")
+            || key_text == "NOTIFY_SOCKET"
+            || key_text.starts_with("LISTEN_")
+        {
             command.env_remove(key);
         }
     }

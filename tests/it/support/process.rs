@@ -140,3 +140,21 @@ pub fn exit_within(
         }
     }
 }
+
+/// Whether process `pid` runs. A zombie (exited, not yet reaped) counts as gone.
+pub fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| stat.split_whitespace().nth(2).is_none_or(|s| s != "Z"))
+        .unwrap_or(false)
+}
+
+/// Waits, at most 10 s, for process `pid` to end; whether it did.
+pub async fn ends(pid: &str) -> bool {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while alive(pid) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .is_ok()
+}
