@@ -1,6 +1,7 @@
 // End-to-end test of The Bridge (GET /viewer) in a real headless Chromium.
 //
-// Starts the real binary's `demo` (two sample stores and the callosum, on an ephemeral port), drives
+// Starts the real binary's `demo` (two sample stores and the callosum, on an ephemeral port; once
+// `serve` instead, whose config file a test edits under it), drives
 // the page with playwright-core against Debian's /usr/bin/chromium, and fails on any console error or
 // page error the test did not expect. Screenshots of every tab (desktop and 390 px wide) land in
 // target/e2e-screenshots/. Run through tests/e2e/run.sh, which takes the binary from $SCC_BIN.
@@ -61,13 +62,22 @@ process.on('exit', () => { for (const child of running) { try { child.kill('SIGK
  * takes its options) and resolves once its banner names the viewer's address.
  */
 function startDemo(extraEnv = {}, extraArgs = []) {
+  return startBinary(['demo', ...extraArgs, '--port', '0'], extraEnv);
+}
+
+/**
+ * Starts the binary with `args` (a subcommand and its options) in a clean environment and resolves
+ * once it names its address (the demo's banner, or serve's "listening on").
+ */
+function startBinary(args, extraEnv = {}) {
+  const what = args[0];
   const home = mkdtempSync(path.join(os.tmpdir(), 'scc-e2e-home-'));
   const env = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith('SEREN_')) env[key] = value; // hermetic: no token or config from outside
   }
   Object.assign(env, { HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), RUST_LOG: 'info', NO_COLOR: '1' }, extraEnv);
-  const child = spawn(BIN, ['demo', ...extraArgs, '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(BIN, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   const log = [];
   let buffered = '';
@@ -88,7 +98,7 @@ function startDemo(extraEnv = {}, extraArgs = []) {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       demo.stop();
-      reject(new Error(`demo did not print its address within ${STARTUP_MS} ms:\n${log.join('\n')}`));
+      reject(new Error(`${what} did not print its address within ${STARTUP_MS} ms:\n${log.join('\n')}`));
     }, STARTUP_MS);
     const onData = (chunk) => {
       buffered += chunk.toString('utf8');
@@ -114,10 +124,10 @@ function startDemo(extraEnv = {}, extraArgs = []) {
       running.delete(child);
       if (!demo.url) {
         clearTimeout(timer);
-        reject(new Error(`demo exited (${code ?? signal}) before printing its address:\n${log.join('\n')}`));
+        reject(new Error(`${what} exited (${code ?? signal}) before printing its address:\n${log.join('\n')}`));
       } else if (!expected) {
         // It died under the test: say so loudly, with its log, since the page will only see refusals.
-        process.stderr.write(`\n!! the demo exited (${code ?? signal}) while the test was running; its log:\n${log.join('\n')}\n`);
+        process.stderr.write(`\n!! the ${what} exited (${code ?? signal}) while the test was running; its log:\n${log.join('\n')}\n`);
       }
     });
   });
@@ -1384,6 +1394,127 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       assert.ok((await weight.boundingBox()).width >= 60, 'the weight field is wide enough to type in');
       await noHorizontalScroll(page);
       await shot(page, 'narrow-9-knobs');
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+// ---- the config file edited under a running `serve`: the Health tab says what became of it -------
+
+// `serve` watches its config file (the demo does not) and reads it again within about half a second.
+// The Health tab reads GET /stores after each GET /health/stores (every 5 s), so a banner follows a
+// change within one refresh: allow two, plus the reload.
+const CONFIG_BANNER_MS = 2 * 5_000 + 3_000;
+
+/** A config with one store (never called here), `port`, and more `federation` lines. */
+function serveConfig(port, federation = '') {
+  return `server: {port: ${port}}
+federation:
+${federation}  stores:
+    - {name: ${DOWN}, type: seren_loci, url: "http://127.0.0.1:9"}
+`;
+}
+
+describe('The Bridge tells of the config file (serve, reloading it)', () => {
+  let serve;
+  let dir;
+  let config;
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'scc-e2e-reload-'));
+    config = path.join(dir, 'seren-corpus-callosum.yaml');
+    writeFileSync(config, serveConfig(0));
+    serve = await startBinary(['serve', '--config', config]);
+  });
+  after(async () => {
+    if (serve) await serve.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('health: a config edit that cannot be loaded, then one that waits for a restart, each shown as a banner above the cards; fits at 390 px', { timeout: TEST_MS }, async () => {
+    const { context, page } = await openPage();
+    try {
+      const first = await getJson(serve.url, '/stores');
+      assert.equal(first.config_error, undefined, JSON.stringify(first));
+      assert.equal(first.restart_needed, undefined, JSON.stringify(first));
+      assert.equal(first.overlay_error, undefined, JSON.stringify(first));
+      const nResults = first.n_results;
+      assert.notEqual(nResults, 3, 'the default n_results is not the one the edit sets');
+
+      assert.equal((await page.goto(`${serve.url}/viewer`)).status(), 200);
+      await page.locator('#pill', { hasText: 'fanning: 1/1' }).waitFor();
+      const healthRead = waitForApi(page, 'GET', '/health/stores', 200);
+      const storesRead = waitForApi(page, 'GET', '/stores', 200);
+      await page.getByRole('tab', { name: 'Health' }).click();
+      await healthRead;
+      await storesRead;
+      await page.locator(`#health-list li[data-store="${DOWN}"]`).waitFor();
+      assert.equal(await page.locator('#health-config').textContent(), '', 'no banner while the file is fine');
+      assert.equal(await page.locator('#health-config .notice').count(), 0);
+
+      // From here on, the refreshes' two reads never overlap.
+      const inFlight = new Set();
+      const overlaps = [];
+      const watched = (request) => ['/health/stores', '/stores'].includes(new URL(request.url()).pathname);
+      page.on('request', (request) => {
+        if (!watched(request)) return;
+        if (inFlight.size) overlaps.push(`${request.url()} while ${[...inFlight].map((r) => r.url()).join(', ')}`);
+        inFlight.add(request);
+      });
+      const done = (request) => inFlight.delete(request);
+      page.on('requestfinished', done);
+      page.on('requestfailed', done);
+
+      // A file that cannot be loaded: the next refresh shows why, naming the file.
+      writeFileSync(config, 'federation: [\n');
+      const broken = page.locator('#health-config [data-kind="config-error"]');
+      await broken.waitFor({ timeout: CONFIG_BANNER_MS });
+      const error = (await getJson(serve.url, '/stores')).config_error;
+      assert.ok(typeof error === 'string' && error.includes(config), `config_error names the file: ${error}`);
+      const said = await broken.textContent();
+      assert.ok(said.startsWith('The config file was changed but not loaded: '), said);
+      assert.ok(said.includes(error), `the banner carries the server's words: ${said}`);
+      assert.ok(said.endsWith('The service runs on the config it last loaded.'), said);
+      assert.equal(await broken.getAttribute('role'), 'alert');
+      assert.equal(await page.locator('#health-config [data-kind="restart-needed"]').count(), 0);
+      // Above the cards; the store still fans on the config last loaded.
+      const bannerBox = await broken.boundingBox();
+      const listBox = await page.locator('#health-list').boundingBox();
+      assert.ok(bannerBox.y + bannerBox.height <= listBox.y, `the banner is above the cards: ${JSON.stringify({ bannerBox, listBox })}`);
+      await page.locator(`#health-list li[data-store="${DOWN}"]`).waitFor();
+      await shot(page, 'desktop-16-health-config-error');
+
+      // 390 px: the banner (a long path in it) wraps, nothing scrolls sideways.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await noHorizontalScroll(page);
+      const narrowBox = await broken.boundingBox();
+      assert.ok(narrowBox.x >= 0 && narrowBox.x + narrowBox.width <= 390, `the banner fits: ${JSON.stringify(narrowBox)}`);
+      assert.ok(await broken.evaluate((node) => node.scrollWidth <= node.clientWidth), 'the banner does not overflow');
+      await shot(page, 'narrow-10-health-config-error');
+
+      // A valid file that moves the port (only at a restart) and sets n_results (live at once).
+      writeFileSync(config, serveConfig(54321, '  n_results: 3\n'));
+      const restart = page.locator('#health-config [data-kind="restart-needed"]');
+      await restart.waitFor({ timeout: CONFIG_BANNER_MS });
+      await broken.waitFor({ state: 'detached', timeout: CONFIG_BANNER_MS });
+      const now = await getJson(serve.url, '/stores');
+      assert.equal(now.config_error, undefined, JSON.stringify(now));
+      assert.deepEqual(now.restart_needed, ['server.port']);
+      assert.equal(now.n_results, 3, 'the reload applied n_results');
+      assert.equal(await restart.textContent(), 'Changed in the config file, applied at the next restart: server.port');
+      assert.equal(await restart.locator('code').textContent(), 'server.port');
+      assert.equal(await page.locator('#health-config .notice').count(), 1);
+      await noHorizontalScroll(page);
+      const restartBox = await restart.boundingBox();
+      assert.ok(restartBox.x >= 0 && restartBox.x + restartBox.width <= 390, `the banner fits: ${JSON.stringify(restartBox)}`);
+      assert.ok(await restart.evaluate((node) => node.scrollWidth <= node.clientWidth), 'the banner does not overflow');
+      await shot(page, 'narrow-11-health-restart-needed');
+      await page.setViewportSize({ width: 1280, height: 900 });
+      await shot(page, 'desktop-17-health-restart-needed');
+
+      assert.deepEqual(overlaps, [], 'GET /health/stores and GET /stores never overlap');
+      assert.doesNotMatch(await page.locator('#panel-health').innerText(), /null|undefined|NaN|\[object/);
       page.assertClean();
     } finally {
       await context.close();
