@@ -100,6 +100,16 @@ impl Federation {
         })
     }
 
+    /// [`Federation::new`], then the runtime overlay read where it lives: a PostgreSQL overlay is
+    /// read over the network, so only here (a file is read at once by `new`).
+    pub async fn start(config: Config) -> Result<Self, BuildError> {
+        let federation = Self::new(config)?;
+        if federation.config().overlay_url.is_some() {
+            federation.refresh_overlay().await;
+        }
+        Ok(federation)
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> Arc<Config> {
         self.roster.config()

@@ -381,8 +381,8 @@ pub fn answer(config: &Config, live: &Knobs, rows: &[StoreRow]) -> KnobsAnswer {
             config_path: config.path.display().to_string(),
             config_exists: config.exists,
             config_error,
-            overlay_path: config.overlay_path.display().to_string(),
-            overlay_exists: config.overlay_path.exists(),
+            overlay_path: config.overlay_shown(),
+            overlay_exists: config.overlay_url.is_some() || config.overlay_path.exists(),
             env_overrides: env_overrides(),
         },
         server: ServerKnobs {

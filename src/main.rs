@@ -282,7 +282,7 @@ async fn run_server(
     if let Err(code) = check_exposure(&config) {
         return Ok(code);
     }
-    let federation = Arc::new(Federation::new(config)?);
+    let federation = Arc::new(Federation::start(config).await?);
     let shutdown = CancellationToken::new();
     let (addr, serving) = bind_http(federation.clone(), &shutdown).await?;
     federation.warm_up();
@@ -292,7 +292,7 @@ async fn run_server(
         let fan = federation.roster().fan();
         tracing::info!(
             config = %federation.config().path.display(),
-            overlay = %federation.config().overlay_path.display(),
+            overlay = %federation.config().overlay_shown(),
             stores = fan.bound.len(),
             "fanning {} store(s): {}",
             fan.bound.len(),
@@ -353,7 +353,7 @@ async fn stdio(
     if http && let Err(code) = check_exposure(&config) {
         return Ok(code);
     }
-    let federation = Arc::new(Federation::new(config)?);
+    let federation = Arc::new(Federation::start(config).await?);
     federation.warm_up();
     let shutdown = CancellationToken::new();
     let sidecar = if http {
@@ -426,7 +426,7 @@ async fn wait_for_signal() {
 }
 
 async fn search(config: Config, args: SearchArgs) -> anyhow::Result<ExitCode> {
-    let federation = Federation::new(config)?;
+    let federation = Federation::start(config).await?;
     let answer = match federation
         .search(
             &api::SearchRequest {
@@ -556,7 +556,7 @@ fn or_none(text: &str) -> &str {
 async fn check(config: Config) -> anyhow::Result<ExitCode> {
     let mut out = check_header(&config);
     let token_error = config.server.token_error.is_some();
-    let federation = Federation::new(config)?;
+    let federation = Federation::start(config).await?;
     let answer = match federation
         .search(
             &api::SearchRequest {
@@ -595,7 +595,7 @@ fn check_header(config: &Config) -> String {
         "not found: an empty federation"
     };
     let _ = writeln!(out, "config:  {} ({found})", config.path.display());
-    let _ = writeln!(out, "overlay: {}", config.overlay_path.display());
+    let _ = writeln!(out, "overlay: {}", config.overlay_shown());
     let auth = match &config.server.token_source {
         TokenSource::None => "none (no inbound token)".to_owned(),
         TokenSource::Inline => "inbound token inline".to_owned(),

@@ -33,12 +33,15 @@ pub fn spawn(
         Watched::new(config.overlay_path.clone()),
     ];
     let mut hangups = hangups();
+    // A PostgreSQL overlay says when it changed (LISTEN/NOTIFY); a file is looked at.
+    let told = federation.roster().overlay_changes();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(WATCH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => return,
+                () = notified(told.as_deref()) => federation.refresh_overlay().await,
                 _ = hangups.recv() => {
                     tracing::info!("SIGHUP: reading the config file again");
                     watched[0].settle();
@@ -90,6 +93,14 @@ pub async fn reload(federation: &Federation, loader: &Loader) -> Option<Reloaded
             federation.reload_failed(error);
             None
         }
+    }
+}
+
+/// Waits for `told`, or forever when there is nothing to be told by.
+async fn notified(told: Option<&tokio::sync::Notify>) {
+    match told {
+        Some(told) => told.notified().await,
+        None => std::future::pending().await,
     }
 }
 

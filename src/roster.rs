@@ -15,14 +15,13 @@ use crate::api::{NameReason, Refusal, RefusalKind, StoreRow, StoreStatus};
 use crate::config::Endpoint;
 use crate::config::{Config, Invalid, RawStoreEntry, StoreEntry};
 use crate::keychain::Pointer;
-use crate::limits::{KEYCHAIN_WAIT, OVERLAY_LOCK_WAIT};
+use crate::limits::KEYCHAIN_WAIT;
 use crate::overlay;
 use crate::store::mcp::McpStore;
 use crate::store::mcp::client::Link;
 use crate::store::{self, Caller, Remote};
 use serde_json::Value;
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 /// A store that is fanned.
@@ -73,6 +72,8 @@ pub struct Roster {
 struct Inner {
     /// The config in force: swapped whole by a reload.
     config: RwLock<Arc<Config>>,
+    /// Where the overlay lives (a file, or a PostgreSQL table): fixed at start.
+    backing: overlay::Backing,
     overlay: tokio::sync::Mutex<OverlayState>,
     live: RwLock<Arc<Fan>>,
     /// The overlay writes made, and those that failed, for `GET /metrics`.
@@ -118,6 +119,16 @@ impl Roster {
         finish(tokio::spawn(async move { inner.remove(&name).await })).await
     }
 
+    /// Told when another process changed the overlay, when the overlay tells (PostgreSQL).
+    pub fn overlay_changes(&self) -> Option<Arc<tokio::sync::Notify>> {
+        self.inner.backing.changes()
+    }
+
+    /// Where the overlay lives, fit for a message.
+    pub fn overlay_shown(&self) -> String {
+        self.inner.backing.shown()
+    }
+
     /// Reads the overlay again and, when another process changed it, fans what it now holds.
     /// `None` when nothing changed.
     pub async fn refresh(&self) -> Option<Changed> {
@@ -146,7 +157,10 @@ async fn finish<T>(change: tokio::task::JoinHandle<Result<T, Refusal>>) -> Resul
 
 impl Inner {
     fn new(config: Arc<Config>) -> Self {
-        let state = match overlay::load(&config.overlay_path) {
+        let backing = overlay::Backing::for_config(&config);
+        // A file is read now; a table is read by the first `refresh` (it needs the network).
+        let read = backing.path().map_or(Ok(Vec::new()), overlay::load);
+        let state = match read {
             Ok(entries) => OverlayState {
                 entries,
                 error: None,
@@ -165,6 +179,7 @@ impl Inner {
         }
         Self {
             config: RwLock::new(config),
+            backing,
             overlay: tokio::sync::Mutex::new(state),
             live: RwLock::new(Arc::new(fan)),
             writes: crate::metrics::Writes::default(),
@@ -199,7 +214,7 @@ impl Inner {
     async fn add(&self, new: NewStore) -> Result<usize, Refusal> {
         let mut entry = check_new_store(new)?;
         let mut state = self.overlay.lock().await;
-        let _file = self.lock_and_sync(&mut state).await?;
+        let held = self.lock_and_sync(&mut state).await?;
         self.refuse_if_overlay_unreadable(&state)?;
         let config = self.config();
         let fan = self.fan();
@@ -222,7 +237,7 @@ impl Inner {
         let kept = self.keep_token(&mut entry).await;
         let mut entries = state.entries.clone();
         entries.push(entry.to_json());
-        let written = self.write_overlay(entries).await;
+        let written = self.write_overlay(held, entries).await;
         let Ok(written) = written else {
             // Nothing changed, so the keychain entry made for this store must go too.
             if let Some(pointer) = kept {
@@ -240,7 +255,7 @@ impl Inner {
 
     async fn remove(&self, name: &str) -> Result<usize, Refusal> {
         let mut state = self.overlay.lock().await;
-        let _file = self.lock_and_sync(&mut state).await?;
+        let held = self.lock_and_sync(&mut state).await?;
         let config = self.config();
         let managed = self
             .fan()
@@ -270,7 +285,7 @@ impl Inner {
                 RefusalKind::NotFound,
                 format!(
                     "no overlay entry is named '{name}'; an entry that cannot be read is removed by editing {}",
-                    config.overlay_path.display()
+                    self.backing.shown()
                 ),
             ));
         }
@@ -289,7 +304,7 @@ impl Inner {
             .filter(|entry| !is_this(entry))
             .cloned()
             .collect();
-        state.entries = self.write_overlay(entries).await?;
+        state.entries = self.write_overlay(held, entries).await?;
         let fan = self.rebuild(&state.entries, None).await;
         let active = fan.bound.len();
         self.swap(fan);
@@ -300,42 +315,25 @@ impl Inner {
         Ok(active)
     }
 
-    /// Takes the overlay file's lock (waiting for another process that holds it, within
-    /// [`OVERLAY_LOCK_WAIT`]) and reads the file again under it: what another process wrote since
-    /// is fanned first, and a change then builds on it. Held until the returned lock drops.
-    async fn lock_and_sync(&self, state: &mut OverlayState) -> Result<overlay::Lock, Refusal> {
-        let path = self.config().overlay_path.clone();
-        let shown = path.display().to_string();
-        let locked = tokio::time::timeout(
-            OVERLAY_LOCK_WAIT,
-            tokio::task::spawn_blocking(move || {
-                overlay::lock(&path).map(|lock| (lock, overlay::load(&path)))
-            }),
-        )
-        .await;
-        let (lock, read) = match locked {
-            Ok(Ok(Ok(locked))) => locked,
-            Ok(Ok(Err(e))) => {
-                return Err(Refusal::new(
-                    RefusalKind::Internal,
-                    format!(
-                        "could not write the runtime overlay {shown}: its lock cannot be taken: {e}; nothing changed"
-                    ),
-                ));
-            }
-            Ok(Err(join)) => std::panic::resume_unwind(join.into_panic()),
-            Err(_) => {
-                return Err(Refusal::new(
-                    RefusalKind::Busy,
-                    format!(
-                        "busy: another process has held the runtime overlay {shown} locked for {} s; nothing changed, retry shortly",
-                        OVERLAY_LOCK_WAIT.as_secs()
-                    ),
-                ));
-            }
-        };
+    /// Holds the overlay against every other process (the file's lock, or the table's, waiting
+    /// within [`crate::limits::OVERLAY_LOCK_WAIT`]) and reads it again under that hold: what
+    /// another process wrote since is fanned first, and a change then builds on it.
+    async fn lock_and_sync(&self, state: &mut OverlayState) -> Result<overlay::Held, Refusal> {
+        let (held, read) = self.backing.begin().await.map_err(|e| match e {
+            overlay::BeginError::Busy(why) => Refusal::new(
+                RefusalKind::Busy,
+                format!("busy: {why}; nothing changed, retry shortly"),
+            ),
+            overlay::BeginError::Failed(why) => Refusal::new(
+                RefusalKind::Internal,
+                format!(
+                    "could not write the runtime overlay {}: {why}; nothing changed",
+                    self.backing.shown()
+                ),
+            ),
+        })?;
         self.sync(state, read).await;
-        Ok(lock)
+        Ok(held)
     }
 
     /// Takes in an overlay just read: when it differs from what this process last read or wrote,
@@ -376,9 +374,7 @@ impl Inner {
 
     async fn refresh(&self) -> Option<Changed> {
         let mut state = self.overlay.lock().await;
-        let path = self.config().overlay_path.clone();
-        let read = tokio::task::spawn_blocking(move || overlay::load(&path)).await;
-        let read = read.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()));
+        let read = self.backing.read().await;
         self.sync(&mut state, read).await
     }
 
@@ -388,9 +384,7 @@ impl Inner {
             .config
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = config.clone();
-        let path = config.overlay_path.clone();
-        let read = tokio::task::spawn_blocking(move || overlay::load(&path)).await;
-        let read = read.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()));
+        let read = self.backing.read().await;
         if let Some(changed) = self.sync(&mut state, read).await {
             return changed;
         }
@@ -494,22 +488,21 @@ impl Inner {
     }
 
     /// Writes `entries` as the overlay and hands them back, or refuses with nothing changed.
-    async fn write_overlay(&self, entries: Vec<Value>) -> Result<Vec<Value>, Refusal> {
-        let path: PathBuf = self.config().overlay_path.clone();
-        let written =
-            tokio::task::spawn_blocking(move || overlay::save(&path, &entries).map(|()| entries))
-                .await;
-        self.writes.count(matches!(written, Ok(Ok(_))));
-        let error = match written {
-            Ok(Ok(entries)) => return Ok(entries),
-            Ok(Err(e)) => e.to_string(),
-            Err(join) => format!("the writer stopped: {join}"),
+    async fn write_overlay(
+        &self,
+        held: overlay::Held,
+        entries: Vec<Value>,
+    ) -> Result<Vec<Value>, Refusal> {
+        let written = self.backing.commit(held, &entries).await;
+        self.writes.count(written.is_ok());
+        let Err(error) = written else {
+            return Ok(entries);
         };
-        let path = self.config().overlay_path.display().to_string();
-        tracing::error!(%path, %error, "runtime overlay not written; nothing changed");
+        let place = self.backing.shown();
+        tracing::error!(overlay = %place, %error, "runtime overlay not written; nothing changed");
         Err(Refusal::new(
             RefusalKind::Internal,
-            format!("could not write the runtime overlay {path}: {error}; nothing changed"),
+            format!("could not write the runtime overlay {place}: {error}; nothing changed"),
         ))
     }
 }

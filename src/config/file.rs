@@ -116,6 +116,7 @@ pub(super) struct FileServer {
     pub(super) mcp_format: Option<String>,
     pub(super) access_log: Option<Flag>,
     pub(super) watch: Option<Flag>,
+    pub(super) overlay_url: Option<String>,
     pub(super) log_queries: Option<Flag>,
 }
 

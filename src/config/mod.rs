@@ -144,6 +144,9 @@ pub struct Config {
     pub found_in_working_dir: bool,
     /// Where the runtime overlay lives.
     pub overlay_path: PathBuf,
+    /// The runtime overlay in PostgreSQL instead (`server.overlay_url`, `SEREN_SCC_OVERLAY_URL`):
+    /// a `postgres://` url, which may hold a password.
+    pub overlay_url: Option<Secret>,
     pub server: Server,
     pub tls: Tls,
     pub federation: Federation,
@@ -270,6 +273,34 @@ fn expand_home(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
+/// Checks a PostgreSQL overlay url: `postgres://` or `postgresql://`, one this build can use.
+/// Worded without the url (it may hold a password).
+fn check_overlay_url(url: &str) -> Result<Option<Secret>, String> {
+    let url = url.trim();
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err("expected a postgres:// or postgresql:// url".into());
+    }
+    #[cfg(feature = "postgres")]
+    {
+        crate::overlay::postgres::check_url(url)?;
+        Ok(Secret::new(url))
+    }
+    #[cfg(not(feature = "postgres"))]
+    Err("this build has no PostgreSQL overlay (it was built without the `postgres` feature)".into())
+}
+
+impl Config {
+    /// Where the overlay lives, as logs and `GET /knobs` may show it: the file's path, or the
+    /// PostgreSQL url without its password.
+    pub fn overlay_shown(&self) -> String {
+        match &self.overlay_url {
+            None => self.overlay_path.display().to_string(),
+            Some(url) => url::Url::parse(url.expose())
+                .map_or_else(|_| "postgres://***".to_owned(), |url| store::shown(&url)),
+        }
+    }
+}
+
 /// Where the overlay lives: `$SEREN_SCC_RUNTIME_STORES`, else beside the config path.
 pub fn overlay_path(config_path: &Path, env: &Env) -> PathBuf {
     if let Some(path) = env.var("SEREN_SCC_RUNTIME_STORES") {
@@ -310,7 +341,16 @@ impl Config {
 
     /// Reads this config's file again, as it now stands, with the same environment and keychain
     /// (a reload). Checked in full: any problem is an error and the caller keeps this one.
+    ///
+    /// A file that was there and is gone is an error too, not an empty config: a file deleted on
+    /// the way to being written again must not unbind every store meanwhile.
     pub fn reread(&self) -> Result<Self, ConfigError> {
+        if self.exists && !self.path.exists() {
+            return Err(ConfigError::Parse {
+                path: self.path.clone(),
+                message: "the file is gone; the config last loaded stays in force (write the file again, or restart to run without one)".into(),
+            });
+        }
         let mut config = Self::load_with(&self.path, &self.env, Some(self.keychain.clone()))?;
         config.found_in_working_dir = self.found_in_working_dir;
         Ok(config)
@@ -357,11 +397,22 @@ impl Config {
         })?;
         let mut problems = Vec::new();
         let federation = read_federation(file.federation, path, &mut problems, &mut warnings);
+        let mut overlay_url = file.server.overlay_url.clone();
         let (mut server, mut asked) = read_server(file.server, path, &mut problems, &mut warnings);
         let mut tls = Tls {
             trust_system_store: file.tls.trust_system_store.is_some_and(|f| f.0),
         };
         apply_env(env, &mut server, &mut tls, &mut asked)?;
+        if let Some(url) = env.var("SEREN_SCC_OVERLAY_URL") {
+            overlay_url = Some(url);
+        }
+        let overlay_url = match non_blank(&overlay_url) {
+            None => None,
+            Some(url) => check_overlay_url(url).unwrap_or_else(|why| {
+                problems.push(format!("server.overlay_url: {why}"));
+                None
+            }),
+        };
         let keychain = match keychain {
             Some(keychain) => keychain,
             None => {
@@ -391,6 +442,7 @@ impl Config {
             exists: false,
             found_in_working_dir: false,
             overlay_path: overlay_path(path, env),
+            overlay_url,
             overlay_from_env: env.var("SEREN_SCC_RUNTIME_STORES").is_some(),
             server,
             tls,
@@ -474,6 +526,11 @@ impl Config {
             ("server.mcp_format", a.mcp_format != b.mcp_format),
             ("server.access_log", a.access_log != b.access_log),
             ("server.watch", a.watch != b.watch),
+            (
+                "server.overlay_url",
+                self.overlay_url.as_ref().map(Secret::expose)
+                    != new.overlay_url.as_ref().map(Secret::expose),
+            ),
             ("server.log_queries", a.log_queries != b.log_queries),
             (
                 "tls.trust_system_store",
@@ -494,6 +551,7 @@ impl Config {
     /// Copies the start-only settings (see [`Config::needs_restart`]) from `running` into this
     /// config, so a reloaded config changes only what can change live.
     pub fn keep_start_settings(&mut self, running: &Config) {
+        self.overlay_url = running.overlay_url.clone();
         self.server = running.server.clone();
         self.tls = running.tls.clone();
         self.federation.breaker = running.federation.breaker;

@@ -444,7 +444,22 @@ impl StoreUrl {
 
     /// The url fit for a message: `scheme://[***@]host[:port]/path[?***]`.
     pub fn shown(&self) -> String {
-        let url = &self.parsed;
+        shown(&self.parsed)
+    }
+
+    /// The url to call: this one's path, then `path` (which starts with `/`), then its query.
+    pub fn join(&self, path: &str) -> url::Url {
+        let mut url = self.parsed.clone();
+        let joined = format!("{}{path}", url.path().trim_end_matches('/'));
+        url.set_path(&joined);
+        url
+    }
+}
+
+/// Any url fit for a message: `scheme://[***@]host[:port]/path[?***]` (no user, password or
+/// query value is ever shown).
+pub fn shown(url: &url::Url) -> String {
+    {
         let user_info = if url.username().is_empty() && url.password().is_none() {
             ""
         } else {
@@ -455,14 +470,6 @@ impl StoreUrl {
         let path = url.path().trim_end_matches('/');
         let query = if url.query().is_some() { "?***" } else { "" };
         format!("{}://{user_info}{host}{port}{path}{query}", url.scheme())
-    }
-
-    /// The url to call: this one's path, then `path` (which starts with `/`), then its query.
-    pub fn join(&self, path: &str) -> url::Url {
-        let mut url = self.parsed.clone();
-        let joined = format!("{}{path}", url.path().trim_end_matches('/'));
-        url.set_path(&joined);
-        url
     }
 }
 

@@ -882,3 +882,44 @@ fn readme_mcp_snippet_binds() {
     );
     assert_eq!(stores[3].token_env.as_deref(), Some("TEAM_CALLOSUM_TOKEN"));
 }
+
+#[cfg(feature = "postgres")]
+#[test]
+fn the_overlay_url_must_be_postgres_and_is_never_shown_with_its_password() {
+    let config =
+        parse("server:\n  overlay_url: postgres://scc:hunter2@db.example:5433/scc\n").unwrap();
+    assert_eq!(config.overlay_shown(), "postgres://***@db.example:5433/scc");
+    let from_env = parse_env(
+        "",
+        &[(
+            "SEREN_SCC_OVERLAY_URL",
+            "postgresql://db.example/scc?sslmode=disable",
+        )],
+    )
+    .unwrap();
+    assert_eq!(from_env.overlay_shown(), "postgresql://db.example/scc?***");
+    assert!(parse("").unwrap().overlay_url.is_none());
+    for (url, needle) in [
+        (
+            "http://db.example/scc",
+            "expected a postgres:// or postgresql:// url",
+        ),
+        (
+            "postgres://h/db?sslmode=require&password=hunter2",
+            "sslmode=require is not supported",
+        ),
+        (
+            "postgres://h:notaport/db?password=hunter2",
+            "not a PostgreSQL url",
+        ),
+    ] {
+        let error = parse(&format!("server:\n  overlay_url: '{url}'\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("server.overlay_url") && error.contains(needle),
+            "{error}"
+        );
+        assert!(!error.contains("hunter2"), "{error}");
+    }
+}

@@ -132,6 +132,8 @@ pub fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Re
         }
         config.overlay_path = path;
     }
+    // The demo's stores are its own: a shared PostgreSQL overlay is not touched either.
+    config.overlay_url = None;
     Ok(())
 }
 

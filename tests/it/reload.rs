@@ -468,3 +468,61 @@ impl Callosum {
         self.federation.config().overlay_path.clone()
     }
 }
+
+#[tokio::test]
+async fn a_config_file_that_is_gone_is_refused_not_taken_as_empty() {
+    let facts = StubStore::hits(loci_hits(&[("f1", 0.9)])).await;
+    let callosum = Callosum::start(&config_yaml(&[("facts", "seren_loci", &facts.url, "")])).await;
+    std::fs::remove_file(callosum.config_path()).unwrap();
+    assert!(
+        reload::reload(&callosum.federation, &loader())
+            .await
+            .is_none()
+    );
+    let (_, stores) = callosum.get("/stores").await;
+    assert!(
+        stores["config_error"]
+            .as_str()
+            .unwrap()
+            .contains("the file is gone"),
+        "{stores}"
+    );
+    assert_eq!(names(&stores, "active"), set(&["facts"]));
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn a_postgres_overlay_that_cannot_be_reached_is_said_without_its_password() {
+    let closed = closed_port_url().replace("http://", "");
+    let yaml =
+        format!("server:\n  overlay_url: postgres://scc:hunter2@{closed}/scc?sslmode=disable\n");
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let path = dir.path().join("seren-corpus-callosum.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let config = Config::load_from(&path, &Env::none()).unwrap();
+    let callosum = Callosum::start_with(dir, config).await;
+    callosum.federation.refresh_overlay().await;
+    let (_, stores) = callosum.get("/stores").await;
+    let error = stores["overlay_error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        error.contains(&format!("postgres://***@{closed}/scc")),
+        "{stores}"
+    );
+    let (status, body) = callosum
+        .post("/stores", store("x", "http://127.0.0.1:9"))
+        .await;
+    assert_eq!(status, 503, "{body}");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("PostgreSQL overlay") && detail.contains("nothing changed"),
+        "{detail}"
+    );
+    for text in [&error, &detail.to_owned(), &stores.to_string()] {
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+    // The search goes on, on the config's stores.
+    assert_eq!(callosum.search("q", None).await.0, 200);
+}

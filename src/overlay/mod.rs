@@ -12,23 +12,186 @@
 //! writer reads the file again under it: two processes writing at once both land. Each process sees
 //! the others' changes by watching the file's [`Stamp`].
 
+#[cfg(feature = "postgres")]
+pub mod postgres;
+
+use crate::limits::OVERLAY_LOCK_WAIT;
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why the overlay could not be read. The file is then left alone until it is fixed or removed.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("runtime overlay {path}: {message}")]
+#[error("runtime overlay {place}: {message}")]
 pub struct OverlayError {
-    pub path: PathBuf,
+    /// The file's path, or the PostgreSQL url without its password.
+    pub place: String,
     pub message: String,
+}
+
+/// Where the overlay lives: a file (the default), or a PostgreSQL table (`server.overlay_url`).
+pub enum Backing {
+    File(PathBuf),
+    #[cfg(feature = "postgres")]
+    Postgres {
+        table: Box<postgres::Overlay>,
+        shown: String,
+    },
+}
+
+/// A change under way, holding the overlay against every other process until committed or
+/// dropped.
+pub enum Held {
+    File(Lock),
+    #[cfg(feature = "postgres")]
+    Postgres(postgres::Txn),
+}
+
+/// Why a change could not be opened.
+#[derive(Debug)]
+pub enum BeginError {
+    /// Another process holds the overlay, or its server cannot be reached: retry later.
+    Busy(String),
+    /// The overlay cannot be locked at all (its directory cannot be made).
+    Failed(String),
+}
+
+impl Backing {
+    /// The overlay `config` names.
+    pub fn for_config(config: &crate::config::Config) -> Self {
+        #[cfg(feature = "postgres")]
+        if let Some(url) = &config.overlay_url {
+            // The config checked the url with the same parser.
+            let table = postgres::Overlay::new(url.expose()).expect("a url the config checked");
+            let table = Box::new(table);
+            return Backing::Postgres {
+                table,
+                shown: config.overlay_shown(),
+            };
+        }
+        Backing::File(config.overlay_path.clone())
+    }
+
+    /// Where it is, fit for a message.
+    pub fn shown(&self) -> String {
+        match self {
+            Backing::File(path) => path.display().to_string(),
+            #[cfg(feature = "postgres")]
+            Backing::Postgres { shown, .. } => shown.clone(),
+        }
+    }
+
+    /// The file's path, when the overlay is a file.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Backing::File(path) => Some(path),
+            #[cfg(feature = "postgres")]
+            Backing::Postgres { .. } => None,
+        }
+    }
+
+    /// Told when another process changed the overlay, for an overlay that says so (PostgreSQL's
+    /// NOTIFY); a file is looked at instead (`reload`).
+    pub fn changes(&self) -> Option<Arc<tokio::sync::Notify>> {
+        match self {
+            Backing::File(_) => None,
+            #[cfg(feature = "postgres")]
+            Backing::Postgres { table, .. } => Some(table.changes()),
+        }
+    }
+
+    /// Reads the overlay as it stands.
+    pub async fn read(&self) -> Result<Vec<Value>, OverlayError> {
+        match self {
+            Backing::File(path) => {
+                let path = path.clone();
+                let read = tokio::task::spawn_blocking(move || load(&path)).await;
+                read.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
+            }
+            #[cfg(feature = "postgres")]
+            Backing::Postgres { table, shown } => {
+                table.read().await.map_err(|message| OverlayError {
+                    place: shown.clone(),
+                    message: format!("cannot be read: {message}"),
+                })
+            }
+        }
+    }
+
+    /// Opens a change: the overlay held against every other process (waiting for one that holds
+    /// it, within [`OVERLAY_LOCK_WAIT`]), and what it holds as read under that hold.
+    pub async fn begin(&self) -> Result<(Held, Result<Vec<Value>, OverlayError>), BeginError> {
+        let busy = || {
+            BeginError::Busy(format!(
+                "another process has held the runtime overlay {} for {} s",
+                self.shown(),
+                OVERLAY_LOCK_WAIT.as_secs()
+            ))
+        };
+        match self {
+            Backing::File(path) => {
+                let path = path.clone();
+                let locked = tokio::time::timeout(
+                    OVERLAY_LOCK_WAIT,
+                    tokio::task::spawn_blocking(move || {
+                        lock(&path).map(|lock| (lock, load(&path)))
+                    }),
+                )
+                .await
+                .map_err(|_| busy())?;
+                match locked {
+                    Ok(Ok((lock, read))) => Ok((Held::File(lock), read)),
+                    Ok(Err(e)) => Err(BeginError::Failed(format!("its lock cannot be taken: {e}"))),
+                    Err(join) => std::panic::resume_unwind(join.into_panic()),
+                }
+            }
+            #[cfg(feature = "postgres")]
+            Backing::Postgres { table, .. } => {
+                let wait = OVERLAY_LOCK_WAIT + std::time::Duration::from_secs(5);
+                match tokio::time::timeout(wait, table.begin()).await {
+                    Err(_) => Err(busy()),
+                    Ok(Err(why)) => Err(BeginError::Busy(format!(
+                        "the PostgreSQL overlay {}: {why}",
+                        self.shown()
+                    ))),
+                    Ok(Ok((txn, entries))) => Ok((Held::Postgres(txn), Ok(entries))),
+                }
+            }
+        }
+    }
+
+    /// Replaces the overlay with `entries` and lets go of it. On error nothing changed.
+    pub async fn commit(&self, held: Held, entries: &[Value]) -> Result<(), String> {
+        match (self, held) {
+            (Backing::File(path), Held::File(lock)) => {
+                let (path, entries) = (path.clone(), entries.to_vec());
+                let saved = tokio::task::spawn_blocking(move || {
+                    let saved = save(&path, &entries);
+                    drop(lock);
+                    saved
+                })
+                .await;
+                match saved {
+                    Ok(saved) => saved.map_err(|e| e.to_string()),
+                    Err(join) => Err(format!("the writer stopped: {join}")),
+                }
+            }
+            #[cfg(feature = "postgres")]
+            (Backing::Postgres { table, .. }, Held::Postgres(txn)) => {
+                table.commit(txn, entries).await
+            }
+            #[cfg(feature = "postgres")]
+            _ => Err("a change held on another overlay".into()),
+        }
+    }
 }
 
 /// Reads the overlay. A missing file is an empty overlay.
 pub fn load(path: &Path) -> Result<Vec<Value>, OverlayError> {
     let error = |message: String| OverlayError {
-        path: path.to_owned(),
+        place: path.display().to_string(),
         message,
     };
     let text = match std::fs::read(path) {
