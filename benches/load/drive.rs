@@ -63,15 +63,20 @@ pub(super) struct Run {
     pub(super) harness_cpu: Option<Duration>,
 }
 
-/// `drive`, with the CPU time the service (`pid`) and this process spent on it.
+/// `drive`, with the CPU time the service and this process spent on it. The service is the
+/// processes `pids` together (none: no service figure; several: a tree of callosums).
 pub(super) async fn drive_measured(
-    pid: Option<u32>,
+    pids: &[u32],
     drive: impl std::future::Future<Output = Run>,
 ) -> Run {
-    let service = |pid: Option<u32>| pid.and_then(|pid| cpu_time(&pid.to_string()));
-    let (service0, harness0) = (service(pid), cpu_time("self"));
+    let service = |pids: &[u32]| -> Option<Duration> {
+        (!pids.is_empty())
+            .then(|| pids.iter().map(|pid| cpu_time(&pid.to_string())).sum())
+            .flatten()
+    };
+    let (service0, harness0) = (service(pids), cpu_time("self"));
     let mut run = drive.await;
-    run.service_cpu = service(pid)
+    run.service_cpu = service(pids)
         .zip(service0)
         .map(|(after, before)| after.saturating_sub(before));
     run.harness_cpu = cpu_time("self")

@@ -83,6 +83,25 @@ pub(super) fn landing(rows: &[Row], ctx: &Context) -> Vec<String> {
             ours.requests
         ));
     }
+    let tree = |who: Who| {
+        rows.iter()
+            .find(|r| r.scenario == "tree" && r.who == who && r.concurrency == 1)
+    };
+    if let (Some(flat), Some(top), Some(middle)) =
+        (tree(Who::Ours), tree(Who::Tree), tree(Who::Middle))
+    {
+        let over = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) * 1e3;
+        lines.push(format!(
+            "tree of callosums, C=1: one more level adds {:+.2} ms at p50 over the flat {}-store \
+             fan ({} vs {} ms); one level of {} alone answers in {} ms",
+            over(top.p50, flat.p50),
+            flat.stores,
+            ms(top.p50),
+            ms(flat.p50),
+            middle.stores,
+            ms(middle.p50)
+        ));
+    }
     if let Some(start) = median(ctx.starts.clone()) {
         let worst = ctx.starts.iter().max().copied().unwrap_or_default();
         lines.push(format!(

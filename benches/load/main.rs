@@ -11,7 +11,8 @@
 //! client for a fixed number of requests. Two references run in the same process, back to back: the
 //! same load straight at one stub store (the ceiling of one HTTP hop on this machine) and the Python
 //! SerenCorpusCallosum 5.3.0 (installed into `target/bench-python-venv` on first use) fanning the
-//! same stubs with the same config file.
+//! same stubs with the same config file. One scenario, `tree`, starts several callosums: one
+//! fanning 48 stubs, and one fanning three that each fan 16 of them (`tree.rs`).
 //!
 //! Every loop is bounded in count and in time, and every child process is killed when its guard is
 //! dropped (also on panic). The exit code is non-zero when a scenario of ours (or the one-hop
@@ -63,6 +64,7 @@ mod report;
 mod run;
 mod scenarios;
 mod stubs;
+mod tree;
 
 use drive::*;
 use landing::*;
@@ -72,6 +74,7 @@ use report::*;
 use run::*;
 use scenarios::*;
 use stubs::*;
+use tree::*;
 
 fn main() -> ExitCode {
     let options = parse_args();

@@ -8,6 +8,10 @@ pub(super) enum Who {
     OneHop,
     DirectFan,
     Python,
+    /// A callosum fanning callosums (the tree scenario's top), counted with the ones it fans.
+    Tree,
+    /// One of the tree's middle callosums asked alone: one level.
+    Middle,
 }
 
 impl Who {
@@ -17,6 +21,8 @@ impl Who {
             Who::OneHop => "one-hop",
             Who::DirectFan => "fan-direct",
             Who::Python => "python",
+            Who::Tree => "tree",
+            Who::Middle => "middle",
         }
     }
 }
@@ -56,7 +62,7 @@ pub(super) fn row_from(
     who: Who,
     run: &mut Run,
     warmup_errors: usize,
-    service: Option<(&Service, Option<u64>)>,
+    memory: Option<(Option<u64>, Option<u64>)>,
 ) -> Row {
     run.latencies.sort_unstable();
     let ok = run.latencies.len();
@@ -81,8 +87,8 @@ pub(super) fn row_from(
         p99: percentile(&run.latencies, 99.0),
         max: run.latencies.last().copied().unwrap_or_default(),
         errors: run.errors + run.unsent + warmup_errors,
-        idle_kib: service.and_then(|(s, _)| s.idle_rss_kib),
-        peak_kib: service.and_then(|(_, peak)| peak),
+        idle_kib: memory.and_then(|(idle, _)| idle),
+        peak_kib: memory.and_then(|(_, peak)| peak),
         vs_hop: None,
         vs_python: None,
         cpu_us: run
@@ -171,4 +177,11 @@ pub(super) fn print_table(rows: &[Row]) {
          process's (load generator and stub stores) CPU per search, us; vs hop / vs py: our \
          searches/s over the reference's)"
     );
+    if rows.iter().any(|r| r.who == Who::Tree) {
+        println!(
+            "(tree: a callosum fanning three middle callosums of K/3 stubs each, its idle, peak and \
+             cpu summed over the four processes; middle: one of them asked alone; callosum in the \
+             tree scenario: the flat fan of the same K stubs)"
+        );
+    }
 }

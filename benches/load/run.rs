@@ -30,15 +30,17 @@ pub(super) async fn prepare(
 }
 
 /// Warms a running service up, drives the measured load at it, and makes its row. Errors of ours
-/// are failures; Python's are notes.
+/// are failures; Python's are notes. `services` is the service asked, then any it fans that the
+/// row counts with it (a tree's middle callosums): their CPU and memory are summed.
 pub(super) async fn measure(
     ctx: &mut Context,
     scenario: &Scenario,
     who: Who,
-    service: &Service,
+    services: &[&Service],
     target: &Target,
     (warmup, requests): (usize, usize),
 ) -> Row {
+    let service = services[0];
     let warm = drive(
         &ctx.client,
         target,
@@ -50,10 +52,11 @@ pub(super) async fn measure(
     .await;
     let progress = Arc::new(AtomicUsize::new(0));
     let pid = service.proc.pid();
+    let pids: Vec<u32> = services.iter().map(|s| s.proc.pid()).collect();
     let sampler = (scenario.track_rss && who == Who::Ours)
         .then(|| spawn_rss_sampler(pid, progress.clone(), ctx.limit));
     let mut run = drive_measured(
-        Some(pid),
+        &pids,
         drive(
             &ctx.client,
             target,
@@ -64,7 +67,8 @@ pub(super) async fn measure(
         ),
     )
     .await;
-    let peak = service.peak_kib();
+    let peak = services.iter().map(|s| s.peak_kib()).sum();
+    let idle = services.iter().map(|s| s.idle_rss_kib).sum();
     if let Some((stop, handle)) = sampler {
         stop.store(true, Ordering::Relaxed);
         let samples = handle.await.unwrap_or_default();
@@ -101,7 +105,7 @@ pub(super) async fn measure(
         who,
         &mut run,
         warm.errors + warm.unsent,
-        Some((service, peak)),
+        Some((idle, peak)),
     )
 }
 
@@ -123,7 +127,7 @@ pub(super) async fn measure_stubs(
     )
     .await;
     let mut run = drive_measured(
-        None,
+        &[],
         drive(
             &ctx.client,
             target,
@@ -154,6 +158,9 @@ pub(super) async fn measure_stubs(
 }
 
 pub(super) async fn run_scenario(ctx: &mut Context, scenario: &Scenario) -> Vec<Row> {
+    if scenario.tree {
+        return run_tree(ctx, scenario).await;
+    }
     eprintln!(
         "load: {} (K={}{}, L={} ms, C={}, {} requests)",
         scenario.name,
@@ -193,7 +200,7 @@ pub(super) async fn run_scenario(ctx: &mut Context, scenario: &Scenario) -> Vec<
                 ctx,
                 scenario,
                 Who::Ours,
-                &service,
+                &[&service],
                 &target,
                 (scenario.warmup, scenario.requests),
             )
@@ -263,7 +270,7 @@ pub(super) async fn run_scenario(ctx: &mut Context, scenario: &Scenario) -> Vec<
                     ctx,
                     scenario,
                     Who::Python,
-                    &service,
+                    &[&service],
                     &target,
                     (warmup, scenario.python_requests),
                 )

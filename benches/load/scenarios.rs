@@ -19,7 +19,7 @@ pub(super) struct Args {
     /// Skip the Python reference in full mode.
     #[arg(long)]
     no_python: bool,
-    /// Run only these scenarios (throughput, added-latency, edges-latency, wide-fan, one-hanging, memory-flat).
+    /// Run only these scenarios (throughput, added-latency, edges-latency, wide-fan, one-hanging, memory-flat, tree).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     only: Option<Vec<String>>,
     /// Passed by `cargo bench` to every bench binary; ignored.
@@ -73,6 +73,9 @@ pub(super) struct Scenario {
     /// Satellite and topic edges on: every search also asks each SerenMemory stub `/by_topic`
     /// (which answers after the same latency).
     pub(super) edges: bool,
+    /// The tree of callosums (`tree.rs`): K stubs fanned flat and through middle callosums, at
+    /// each of `TREE_CONCURRENCY`; `concurrency` is the highest of them.
+    pub(super) tree: bool,
 }
 
 pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
@@ -92,6 +95,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             direct_fan: true,
             track_rss: false,
             edges: false,
+            tree: false,
         },
         Scenario {
             name: "added-latency",
@@ -106,6 +110,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             direct_fan: true,
             track_rss: false,
             edges: false,
+            tree: false,
         },
         // added-latency with 5.3.0's edges on: the topic join is a second round trip.
         Scenario {
@@ -121,6 +126,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             direct_fan: false,
             track_rss: false,
             edges: true,
+            tree: false,
         },
         Scenario {
             name: "wide-fan",
@@ -135,6 +141,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             direct_fan: false,
             track_rss: false,
             edges: false,
+            tree: false,
         },
         Scenario {
             name: "one-hanging",
@@ -149,6 +156,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             direct_fan: false,
             track_rss: false,
             edges: false,
+            tree: false,
         },
         Scenario {
             name: "memory-flat",
@@ -163,6 +171,24 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             direct_fan: false,
             track_rss: true,
             edges: false,
+            tree: false,
+        },
+        // A callosum fanning three callosums of 16 stores each, against the flat 48-store fan;
+        // `requests` at each concurrency, for each of flat, tree and one middle alone.
+        Scenario {
+            name: "tree",
+            stores: TREE_STORES,
+            hanging: false,
+            latency: Duration::ZERO,
+            concurrency: TREE_CONCURRENCY[TREE_CONCURRENCY.len() - 1],
+            requests: pick(2_000, 150),
+            warmup: pick(200, 32),
+            python_requests: 0,
+            one_hop: false,
+            direct_fan: false,
+            track_rss: false,
+            edges: false,
+            tree: true,
         },
     ]
 }

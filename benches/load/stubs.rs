@@ -1,4 +1,5 @@
-//! Stub stores: the test suite's own (`tests/it/support`), with canned answers of 20 hits.
+//! Stub stores: the test suite's own (`tests/it/support`), with canned answers of 20 hits (4 in the
+//! tree scenario).
 
 use super::*;
 
@@ -57,10 +58,10 @@ pub(super) fn words(seed: usize, count: usize) -> String {
         .join(" ")
 }
 
-/// SerenMemory's `/search` answer: 20 hits, best first.
-pub(super) fn memory_answer(store: usize) -> Vec<u8> {
+/// SerenMemory's `/search` answer: `count` hits (20 but in the tree scenario), best first.
+pub(super) fn memory_answer(store: usize, count: usize) -> Vec<u8> {
     let tiers = ["short", "near", "long"];
-    let hits: Vec<Value> = (0..STUB_HITS)
+    let hits: Vec<Value> = (0..count)
         .map(|i| {
             let distance = 0.12 + 0.031 * i as f64;
             json!({
@@ -80,9 +81,9 @@ pub(super) fn memory_answer(store: usize) -> Vec<u8> {
     serde_json::to_vec(&answer).expect("JSON")
 }
 
-/// SerenLoci's `/search` answer: 20 hits, best first.
-pub(super) fn loci_answer(store: usize) -> Vec<u8> {
-    let hits: Vec<Value> = (0..STUB_HITS)
+/// SerenLoci's `/search` answer: `count` hits, best first.
+pub(super) fn loci_answer(store: usize, count: usize) -> Vec<u8> {
+    let hits: Vec<Value> = (0..count)
         .map(|i| {
             json!({
                 "id": format!("fact-{store:02}-{i:03}"),
@@ -106,12 +107,22 @@ pub(super) fn loci_answer(store: usize) -> Vec<u8> {
     serde_json::to_vec(&answer).expect("JSON")
 }
 
-pub(super) async fn start_stub(index: usize, latency: Duration) -> std::io::Result<Stub> {
-    let (kind, body) = if index.is_multiple_of(2) {
-        ("seren_memory", memory_answer(index))
+/// Stub `index`'s type and canned answer of `count` hits: even ones speak SerenMemory, odd ones
+/// SerenLoci.
+pub(super) fn stub_answer(index: usize, count: usize) -> (&'static str, Vec<u8>) {
+    if index.is_multiple_of(2) {
+        ("seren_memory", memory_answer(index, count))
     } else {
-        ("seren_loci", loci_answer(index))
-    };
+        ("seren_loci", loci_answer(index, count))
+    }
+}
+
+pub(super) async fn start_stub(
+    index: usize,
+    latency: Duration,
+    count: usize,
+) -> std::io::Result<Stub> {
+    let (kind, body) = stub_answer(index, count);
     let store = support::StubStore::canned(Bytes::from(body), latency).await;
     Ok(Stub {
         name: format!("s{index:02}-{}", &kind[6..]),
@@ -138,7 +149,7 @@ pub(super) async fn start_stubs(scenario: &Scenario) -> Result<Vec<Stub>, String
         let stub = if scenario.hanging && index + 1 == scenario.stores {
             start_hanging().await
         } else {
-            start_stub(index, scenario.latency).await
+            start_stub(index, scenario.latency, STUB_HITS).await
         };
         stubs.push(stub.map_err(|e| format!("cannot start a stub store: {e}"))?);
     }
@@ -151,11 +162,27 @@ pub(super) fn write_config(
     python_port: u16,
     edges: bool,
 ) -> Result<PathBuf, String> {
+    let entries: Vec<Entry> = stubs
+        .iter()
+        .map(|stub| (stub.name.as_str(), stub.kind, stub.url.as_str()))
+        .collect();
+    write_config_for(dir, &entries, python_port, edges)
+}
+
+/// A store entry of a config: name, type, url.
+pub(super) type Entry<'a> = (&'a str, &'a str, &'a str);
+
+/// Writes the config template into `dir`, fanning these stores in this order.
+pub(super) fn write_config_for(
+    dir: &Path,
+    entries: &[Entry],
+    python_port: u16,
+    edges: bool,
+) -> Result<PathBuf, String> {
     let mut stores = String::new();
-    for stub in stubs {
+    for (name, kind, url) in entries {
         stores.push_str(&format!(
-            "    - name: {}\n      type: {}\n      url: {}\n",
-            stub.name, stub.kind, stub.url
+            "    - name: {name}\n      type: {kind}\n      url: {url}\n"
         ));
     }
     let yaml = CONFIG_TEMPLATE
