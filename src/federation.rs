@@ -135,28 +135,10 @@ impl Federation {
             error: None,
             restart_needed: restart_needed.clone(),
         };
-        let names =
-            |fan: &Fan| -> Vec<String> { fan.bound.iter().map(|b| b.name.clone()).collect() };
-        let (before, after) = (names(&changed.before), names(&changed.after));
-        let rebound = (changed.after.bound.iter())
-            .filter(|now| {
-                (changed.before.bound.iter())
-                    .any(|was| was.name == now.name && !Arc::ptr_eq(was, now))
-            })
-            .map(|b| b.name.clone())
-            .collect();
         Reloaded {
-            added: after
-                .iter()
-                .filter(|n| !before.contains(n))
-                .cloned()
-                .collect(),
-            removed: before
-                .iter()
-                .filter(|n| !after.contains(n))
-                .cloned()
-                .collect(),
-            rebound,
+            added: changed.added(),
+            removed: changed.removed(),
+            rebound: changed.rebound(),
             knobs_replaced,
             restart_needed,
         }
@@ -199,12 +181,8 @@ impl Federation {
     /// stores that left go, a store bound again starts a fresh record (its breaker closed), and
     /// weight and floor overrides of stores that left are dropped.
     fn after_change(&self, changed: &Changed) {
-        for now in &changed.after.bound {
-            let rebound = (changed.before.bound.iter())
-                .any(|was| was.name == now.name && !Arc::ptr_eq(was, now));
-            if rebound {
-                self.health.forget(&now.name);
-            }
+        for name in changed.rebound() {
+            self.health.forget(&name);
         }
         self.forget_departed();
         let rows = &changed.after.rows;

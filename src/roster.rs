@@ -63,6 +63,35 @@ pub struct Changed {
     pub after: Arc<Fan>,
 }
 
+impl Changed {
+    /// The stores fanned after and not before, by name.
+    pub fn added(&self) -> Vec<String> {
+        Self::missing(&self.after, &self.before)
+    }
+
+    /// The stores fanned before and not after.
+    pub fn removed(&self) -> Vec<String> {
+        Self::missing(&self.before, &self.after)
+    }
+
+    /// The stores bound again: fanned before and after under one name, from another entry.
+    pub fn rebound(&self) -> Vec<String> {
+        (self.after.bound.iter())
+            .filter(|now| {
+                (self.before.bound.iter()).any(|was| was.name == now.name && !Arc::ptr_eq(was, now))
+            })
+            .map(|bound| bound.name.clone())
+            .collect()
+    }
+
+    fn missing(of: &Fan, from: &Fan) -> Vec<String> {
+        (of.bound.iter())
+            .filter(|b| !from.bound.iter().any(|other| other.name == b.name))
+            .map(|b| b.name.clone())
+            .collect()
+    }
+}
+
 /// The live roster. Cheap to share: the state lives behind one `Arc`, so that a change runs to its
 /// end in a task of its own even when the request that asked for it goes away.
 pub struct Roster {
@@ -133,9 +162,8 @@ impl Roster {
     /// `None` when nothing changed.
     pub async fn refresh(&self) -> Option<Changed> {
         let inner = self.inner.clone();
-        finish(tokio::spawn(async move { Ok(inner.refresh().await) }))
-            .await
-            .unwrap_or(None)
+        let changed = tokio::spawn(async move { inner.refresh().await }).await;
+        changed.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
     }
 
     /// Puts a newly loaded config in force: the roster is bound again over it (keeping every
@@ -149,7 +177,7 @@ impl Roster {
 
 /// Awaits a roster change. The change reports every problem as a refusal; a panic in it is a bug,
 /// passed on as such.
-async fn finish<T>(change: tokio::task::JoinHandle<Result<T, Refusal>>) -> Result<T, Refusal> {
+async fn finish(change: tokio::task::JoinHandle<Result<usize, Refusal>>) -> Result<usize, Refusal> {
     change
         .await
         .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
