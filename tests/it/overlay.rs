@@ -167,16 +167,15 @@ async fn a_failed_write_answers_500_and_changes_nothing() {
     let overlay = dir.path().join("runtime-stores.json");
     let original = r#"[{"name": "kept", "type": "seren_memory", "url": "http://127.0.0.1:9"}]"#;
     std::fs::write(&overlay, original).unwrap();
-    let mut child = std::process::Command::new("bash")
+    let mut command = std::process::Command::new("bash");
+    command
         .args(["-c", r#"trap '' XFSZ; ulimit -f 0; exec "$0" "$@""#])
         .arg(env!("CARGO_BIN_EXE_seren-corpus-callosum"))
         .args(["serve", "-c", &config.display().to_string(), "--port", "0"])
-        .env_clear()
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = wait_listening(&mut child).await;
+        .env_clear();
+    // Killed when dropped, also when an assertion below fails.
+    let mut server = crate::support::process::Server::start(command);
+    let url = crate::support::process::listening_url(&server.wait_for("listening on"));
     let client = reqwest::Client::new();
     let response = client
         .post(format!("{url}/stores"))
@@ -226,6 +225,4 @@ async fn a_failed_write_answers_500_and_changes_nothing() {
         3,
         "no temp file left behind: {leftovers:?}"
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }
