@@ -84,6 +84,15 @@ impl Changed {
             .collect()
     }
 
+    fn log(&self, what: &str) {
+        tracing::info!(
+            added = ?self.added(),
+            removed = ?self.removed(),
+            active = self.after.bound.len(),
+            "{what}"
+        );
+    }
+
     fn missing(of: &Fan, from: &Fan) -> Vec<String> {
         (of.bound.iter())
             .filter(|b| !from.bound.iter().any(|other| other.name == b.name))
@@ -360,7 +369,9 @@ impl Inner {
                 ),
             ),
         })?;
-        self.sync(state, read).await;
+        if let Some(changed) = self.sync(state, read).await {
+            changed.log("runtime overlay changed by another process; roster updated");
+        }
         Ok(held)
     }
 
@@ -392,18 +403,20 @@ impl Inner {
         let before = self.fan();
         let fan = self.rebuild(&state.entries, state.error.clone()).await;
         self.swap(fan);
-        let after = self.fan();
-        tracing::info!(
-            active = after.bound.len(),
-            "runtime overlay changed elsewhere; roster updated"
-        );
-        Some(Changed { before, after })
+        Some(Changed {
+            before,
+            after: self.fan(),
+        })
     }
 
     async fn refresh(&self) -> Option<Changed> {
         let mut state = self.overlay.lock().await;
         let read = self.backing.read().await;
-        self.sync(&mut state, read).await
+        let changed = self.sync(&mut state, read).await;
+        if let Some(changed) = &changed {
+            changed.log("runtime overlay changed by another process; roster updated");
+        }
+        changed
     }
 
     async fn reload(&self, config: Arc<Config>) -> Changed {
