@@ -8,13 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 fn managed_names(stores: &Value) -> BTreeSet<String> {
-    stores["stores"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|row| row["managed"] == true)
-        .map(|row| row["name"].as_str().unwrap().to_owned())
-        .collect()
+    rows_where(stores, "managed", true.into())
 }
 
 fn overlay_names(overlay: &Value) -> BTreeSet<String> {

@@ -16,13 +16,7 @@ fn loader() -> Loader {
 }
 
 fn names(stores: &Value, status: &str) -> BTreeSet<String> {
-    stores["stores"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|row| row["status"] == status)
-        .map(|row| row["name"].as_str().unwrap().to_owned())
-        .collect()
+    rows_where(stores, "status", status.into())
 }
 
 fn set(names: &[&str]) -> BTreeSet<String> {

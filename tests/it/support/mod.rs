@@ -438,3 +438,14 @@ pub fn reason_of(answer: &Value, name: &str) -> String {
         .map(|(_, r)| r)
         .unwrap_or_else(|| panic!("{name} is not in failed: {}", answer["failed"]))
 }
+
+/// The names of `GET /stores` rows whose `key` is `value` (`"managed", true`; `"status", "active"`).
+pub fn rows_where(stores: &Value, key: &str, value: Value) -> std::collections::BTreeSet<String> {
+    stores["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row[key] == value)
+        .map(|row| row["name"].as_str().unwrap().to_owned())
+        .collect()
+}
