@@ -162,11 +162,6 @@ impl Roster {
         self.inner.backing.changes()
     }
 
-    /// Where the overlay lives, fit for a message.
-    pub fn overlay_shown(&self) -> String {
-        self.inner.backing.shown()
-    }
-
     /// Reads the overlay again and, when another process changed it, fans what it now holds.
     /// `None` when nothing changed.
     pub async fn refresh(&self) -> Option<Changed> {
