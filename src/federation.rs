@@ -185,18 +185,6 @@ impl Federation {
             self.health.forget(&name);
         }
         self.forget_departed();
-        let rows = &changed.after.rows;
-        let mut live = self.knobs.write().unwrap_or_else(PoisonError::into_inner);
-        if live
-            .stores
-            .keys()
-            .any(|name| !rows.iter().any(|r| &r.name == name))
-        {
-            let mut kept = (**live).clone();
-            kept.stores
-                .retain(|name, _| rows.iter().any(|r| &r.name == name));
-            *live = Arc::new(kept);
-        }
     }
 
     /// The live roster.
@@ -432,16 +420,6 @@ impl Federation {
         edges::topic_edges(answers.into_iter().flatten().collect(), budget, left)
     }
 
-    /// Removes the run-time weight and floor of a store that left the roster.
-    fn forget_override(&self, name: &str) {
-        let knobs = self.knobs();
-        if knobs.stores.contains_key(name) {
-            let mut kept = (*knobs).clone();
-            kept.stores.remove(name);
-            self.set_knobs(kept);
-        }
-    }
-
     /// Checks a search's query and `n_results`, and says how many fused hits it wants.
     fn check_request(query: &str, n_results: Option<i64>, knobs: &Knobs) -> Result<usize, Refusal> {
         if query.len() > MAX_QUERY_BYTES {
@@ -617,7 +595,6 @@ impl Federation {
     pub async fn remove_store(&self, name: &str) -> Result<Removed, Refusal> {
         let active = self.roster.remove(name).await?;
         self.forget_departed();
-        self.forget_override(name);
         Ok(Removed {
             ok: true,
             removed: name.to_owned(),
@@ -625,13 +602,20 @@ impl Federation {
         })
     }
 
-    /// Drops the health records of stores that left the roster.
+    /// Drops what is kept beside the roster for stores that left it: their health records,
+    /// their metric series, and their run-time weight and floor (under the knobs' write lock, so
+    /// a `/configure` meanwhile is not lost).
     fn forget_departed(&self) {
         let fan = self.roster.fan();
-        self.health
-            .retain(fan.rows.iter().map(|row| row.name.as_str()));
-        self.metrics
-            .retain(fan.rows.iter().map(|row| row.name.as_str()));
+        let names = || fan.rows.iter().map(|row| row.name.as_str());
+        self.health.retain(names());
+        self.metrics.retain(names());
+        let mut live = self.knobs.write().unwrap_or_else(PoisonError::into_inner);
+        if live.stores.keys().any(|name| !names().any(|n| n == name)) {
+            let mut kept = (**live).clone();
+            kept.stores.retain(|name, _| names().any(|n| n == name));
+            *live = Arc::new(kept);
+        }
     }
 
     /// What `GET /` shows.
