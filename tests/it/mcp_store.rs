@@ -343,10 +343,7 @@ async fn a_server_killed_mid_call_fails_that_search_and_is_respawned_for_the_nex
     });
     // The inner callosum is mid-call once its store has the connection.
     assert!(store.wait_for_connections(1, Duration::from_secs(30)).await);
-    let first_pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let first_pid = process::pid_in(&pid_file);
     kill(&first_pid);
     let (_, answer) = searching.await.unwrap();
     let why = reason_of(&answer, "inner");
@@ -361,10 +358,7 @@ async fn a_server_killed_mid_call_fails_that_search_and_is_respawned_for_the_nex
     let (_, answer) = outer.search("q", None).await;
     assert!(failed(&answer).is_empty(), "{answer}");
     assert_eq!(ids(&hits_of(&answer, "inner")), ["l1"]);
-    let second_pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let second_pid = process::pid_in(&pid_file);
     assert_ne!(first_pid, second_pid, "a new server process");
 }
 
@@ -512,12 +506,7 @@ async fn check_lists_each_mcp_servers_tools() {
 #[tokio::test]
 async fn a_stdio_server_is_gone_when_its_callosum_stops() {
     let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pid");
-    let inner_yaml = process::write_config(dir.path(), "");
-    let script = format!(
-        "echo $$ > {}; exec {BIN} stdio -c {inner_yaml}",
-        pid_file.display()
-    );
+    let (pid_file, script) = process::stdio_callosum(dir.path());
     let outer_dir = tempfile::tempdir().unwrap();
     let outer_yaml = process::write_config(
         outer_dir.path(),
@@ -528,10 +517,7 @@ async fn a_stdio_server_is_gone_when_its_callosum_stops() {
     let mut server = Server::start(process::command(&["serve", "-c", &outer_yaml]));
     // `serve` starts MCP servers as it comes up.
     server.wait_for("mcp server up");
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let pid = process::pid_in(&pid_file);
     assert!(process::alive(&pid));
     let status = std::process::Command::new("kill")
         .args(["-TERM", &server.pid().to_string()])

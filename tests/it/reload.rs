@@ -2,7 +2,7 @@
 //! the health of unchanged stores kept; a bad edit changes nothing and says why; processes sharing
 //! one overlay see each other's stores and lose none of each other's writes.
 
-use crate::support::process::{self, BIN, Server};
+use crate::support::process::{self, Server};
 use crate::support::*;
 use serde_json::{Value, json};
 use seren_corpus_callosum::config::{Config, Env};
@@ -261,12 +261,7 @@ async fn a_file_change_is_seen_without_a_signal() {
 #[tokio::test]
 async fn sighup_reloads_and_a_removed_stdio_servers_process_ends() {
     let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pid");
-    let inner_yaml = process::write_config(dir.path(), "");
-    let script = format!(
-        "echo $$ > {}; exec {BIN} stdio -c {inner_yaml}",
-        pid_file.display()
-    );
+    let (pid_file, script) = process::stdio_callosum(dir.path());
     let facts = StubStore::hits(loci_hits(&[("f1", 0.9)])).await;
     let outer_dir = tempfile::tempdir().unwrap();
     let inner_entry = format!(
@@ -282,10 +277,7 @@ async fn sighup_reloads_and_a_removed_stdio_servers_process_ends() {
     let mut server = Server::start(process::command(&["serve", "-c", &outer_yaml]));
     let url = process::listening_url(&server.wait_for("listening on"));
     server.wait_for("mcp server up");
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let pid = process::pid_in(&pid_file);
     assert!(process::alive(&pid));
 
     std::fs::write(&outer_yaml, format!("{head}{facts_entry}")).unwrap();

@@ -158,3 +158,21 @@ pub async fn ends(pid: &str) -> bool {
     .await
     .is_ok()
 }
+
+/// A callosum in `stdio` mode, for an `mcp` store's `command: /bin/sh` with `args: [-c, script]`:
+/// it writes its pid to the returned file first (it then `exec`s, keeping the pid), fanning no
+/// stores of its own.
+pub fn stdio_callosum(dir: &Path) -> (std::path::PathBuf, String) {
+    let pid_file = dir.join("pid");
+    let config = write_config(dir, "");
+    let script = format!(
+        "echo $$ > {}; exec {BIN} stdio -c {config}",
+        pid_file.display()
+    );
+    (pid_file, script)
+}
+
+/// The pid a [`stdio_callosum`] wrote.
+pub fn pid_in(pid_file: &Path) -> String {
+    std::fs::read_to_string(pid_file).unwrap().trim().to_owned()
+}
