@@ -15,13 +15,15 @@ use crate::config::Config;
 use crate::fusion::RankedList;
 use crate::health::{Admission, Health, Outcome};
 use crate::knobs::Knobs;
+use crate::ledger::{Ledger, Purse};
 use crate::limits::MAX_BUDGET_TOKENS;
 use crate::packet::page::packet_cost;
 use crate::packet::{self, Cut, Row, Seen, edges, hops};
 use crate::roster::{Bound, Changed, Fan, Roster};
 use crate::store;
-use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 pub use crate::limits::{MAX_N_RESULTS, MAX_QUERY_BYTES};
 
@@ -47,6 +49,8 @@ pub struct Federation {
     /// How the last look at the config file went (a reload refused, settings waiting on a
     /// restart).
     reloads: RwLock<ReloadState>,
+    /// The bytes of store answers every search under way holds, bounded (`ledger`).
+    answers: Ledger,
 }
 
 /// What `GET /stores` says of the config file since the service started.
@@ -97,6 +101,7 @@ impl Federation {
             searches: tokio::sync::Semaphore::new(max_searches),
             metrics: crate::metrics::Metrics::default(),
             reloads: RwLock::default(),
+            answers: Ledger::default(),
         })
     }
 
@@ -269,8 +274,8 @@ impl Federation {
         let cut = Cut::new(shaping, knobs.k, n, request.n_results.is_some(), budget);
         let ask = packet::ask(n, knobs.fetch_multiplier, budget);
         let fan = self.roster.fan();
-        let fans = if shaping.hops_on() { shaping.hops } else { 1 };
-        let below = self.below(&fan, chain, fans);
+        let spend = Spend::new(&fan, &knobs, chain, self.answers.purse());
+        let below = chain.child(self.id, per_store_budget(chain.budget, spend.own_calls));
         let chains = (chain, &below);
         let round = Hop {
             fan: &fan,
@@ -279,13 +284,21 @@ impl Federation {
             cut: &cut,
             ask,
             chains,
+            spend: &spend,
         };
         let results = self.fan_out(&round, query).await;
+        let first_took = spend.started.elapsed();
         let mut first = Round::collect(&round, results);
         let rows = first.rank(&cut);
         let (ranked, ranked_cost) = (rows.len(), packet_cost(rows.iter().map(|r| &r.hit)));
+        let mut notes = Vec::new();
         let rows = self
-            .follow(&round, (rows, ranked_cost), &first.answered)
+            .follow(
+                &round,
+                (rows, ranked_cost),
+                (&first.answered, first_took),
+                &mut notes,
+            )
             .await;
         // What follows the ranked rows never changes them: only its own rows are counted again.
         let tokens = ranked_cost + packet_cost(rows[ranked..].iter().map(|row| &row.hit));
@@ -297,16 +310,21 @@ impl Federation {
             stores_searched: first.answered,
             failed: first.failed,
             skipped: fan.skipped(),
+            notes,
         })
     }
 
     /// What follows the first round's ranked `rows` [5.3]: hop hits, then satellite and
-    /// supersedes edges, then topic edges, each fitted to what is left of the page.
+    /// supersedes edges, then topic edges, each fitted to what is left of the page. Each later
+    /// round of store calls (a hop, the topic edges) runs only while the search's call budget and
+    /// deadline leave room for it (a round as long as the first, `first_took`); what did not run
+    /// is said in `notes`.
     async fn follow(
         &self,
         round: &Hop<'_>,
         (mut rows, ranked_cost): (Vec<Row>, usize),
-        answered: &[String],
+        (answered, first_took): (&[String], Duration),
+        notes: &mut Vec<String>,
     ) -> Vec<Row> {
         let shaping = &round.knobs.shaping;
         if !(shaping.hops_on() || shaping.satellites_on() || shaping.topics_on()) {
@@ -319,7 +337,7 @@ impl Federation {
             .budget
             .map(|budget| budget.saturating_sub(ranked_cost));
         if shaping.hops_on() && !rows.is_empty() {
-            let hopped = self.hop(round, &rows, &mut seen, &mut left).await;
+            let hopped = (self.hop(round, &rows, (&mut seen, &mut left), first_took, notes)).await;
             rows.extend(hopped);
         }
         let satellite_budget = if shaping.satellites_on() {
@@ -330,22 +348,18 @@ impl Federation {
         let satellites = edges::satellites(&mut rows, satellite_budget, &mut seen, &mut left);
         rows.extend(satellites);
         if shaping.topics_on() {
-            let stores = (round.fan.bound.iter())
-                .filter(|b| b.caller.has_topics() && answered.contains(&b.name));
-            let topic_edges = self.topic_edges(round, stores, &rows, &mut left).await;
+            let stores: Vec<&Arc<Bound>> = (round.fan.bound.iter())
+                .filter(|b| b.caller.has_topics() && answered.contains(&b.name))
+                .collect();
+            let topic_edges = (self.topic_edges(round, &stores, &rows, &mut left))
+                .await
+                .unwrap_or_else(|why| {
+                    notes.push(format!("topic edges not asked: {why}"));
+                    Vec::new()
+                });
             rows.extend(topic_edges);
         }
         rows
-    }
-
-    /// The chain every store call of this search carries on: this callosum added, and the call
-    /// budget left after its own calls shared among them (`fans` rounds of every store).
-    fn below(&self, fan: &Fan, chain: &Chain, fans: usize) -> Chain {
-        let asked = fan.bound.len().min(chain.budget as usize);
-        chain.child(
-            self.id,
-            per_store_budget(chain.budget, asked.saturating_mul(fans)),
-        )
     }
 
     /// Rounds 2 and on [5.3]: each fans a bridge query made of the query and the last round's
@@ -355,8 +369,9 @@ impl Federation {
         &self,
         round: &Hop<'_>,
         packet: &[Row],
-        seen: &mut Seen,
-        left: &mut Option<usize>,
+        (seen, left): (&mut Seen, &mut Option<usize>),
+        first_took: Duration,
+        notes: &mut Vec<String>,
     ) -> Vec<Row> {
         let shaping = &round.knobs.shaping;
         let mut kept: Vec<Row> = Vec::new();
@@ -367,9 +382,42 @@ impl Federation {
             if room == 0 || left.is_some_and(|left| left < 2) {
                 break;
             }
+            if let Err(why) = round.spend.room(first_took) {
+                let rounds = if hop == shaping.hops {
+                    format!("hop round {hop}")
+                } else {
+                    format!("hop rounds {hop}-{}", shaping.hops)
+                };
+                notes.push(format!("{rounds} not run: {why}"));
+                break;
+            }
             let frontier = last_round.map_or(packet, |start| &kept[start..]);
             let bridge = hops::bridge(round.query, frontier, shaping.hop_terms);
             let results = self.fan_out(round, &bridge).await;
+            let stores = round.fan.bound.len();
+            let count = |what: fn(&Unanswered) -> bool| {
+                (results.iter())
+                    .filter(|r| r.as_ref().is_err_and(what))
+                    .count()
+            };
+            let (not_asked, late) = (
+                count(Unanswered::not_asked),
+                count(|why| matches!(why, Unanswered::Deadline(_))),
+            );
+            if not_asked > 0 {
+                notes.push(format!(
+                    "hop round {hop} asked {} of {stores} stores: {}",
+                    stores - not_asked,
+                    Spend::spent(round.chains.0.budget)
+                ));
+            }
+            if late > 0 {
+                notes.push(format!(
+                    "hop round {hop}: {late} of {stores} stores gave no answer within this \
+                     search's {:.2}s deadline",
+                    round.spend.limit.as_secs_f64()
+                ));
+            }
             let ranked = Round::collect(round, results).rank(round.cut);
             let new = hops::keep_new(ranked, hop, &bridge, room, seen, left);
             if new.is_empty() {
@@ -382,22 +430,28 @@ impl Federation {
     }
 
     /// Topic edges [5.3]: `/by_topic` on every store that speaks it and answered this search, at
-    /// once, each under its own deadline. A store that fails gives no edges and no `failed`
-    /// entry, and is not recorded in health (5.3.0 keeps these calls silent too).
+    /// once, each under its own deadline (cut to the search's). A store that fails gives no edges
+    /// and no `failed` entry, and is not recorded in health (5.3.0 keeps these calls silent too).
+    /// `Err` says why none were asked: the search's call budget or deadline left no room.
     async fn topic_edges(
         &self,
         round: &Hop<'_>,
-        stores: impl Iterator<Item = &Arc<Bound>>,
+        stores: &[&Arc<Bound>],
         rows: &[Row],
         left: &mut Option<usize>,
-    ) -> Vec<Row> {
+    ) -> Result<Vec<Row>, String> {
         let budget = round.knobs.shaping.edge_budget;
         let topics = edges::topics(rows);
-        if topics.is_empty() || left.is_some_and(|left| left < 2) {
-            return Vec::new();
+        if topics.is_empty() || stores.is_empty() || left.is_some_and(|left| left < 2) {
+            return Ok(Vec::new());
+        }
+        round.spend.room(Duration::ZERO)?;
+        let asked = round.spend.take_calls(stores.len());
+        if asked == 0 {
+            return Err(Spend::spent(round.chains.0.budget));
         }
         let exclude: Vec<String> = rows.iter().map(|row| row.hit.id.clone()).collect();
-        let calls = stores.map(|bound| async {
+        let calls = stores[..asked].iter().map(|bound| async {
             let answer = bound
                 .caller
                 .by_topic(
@@ -405,7 +459,8 @@ impl Federation {
                     &topics,
                     budget,
                     &exclude,
-                    (round.chains.1, round.knobs.call(bound)),
+                    (round.chains.1, round.call(bound)),
+                    &round.spend.purse,
                 )
                 .await?;
             match answer {
@@ -417,7 +472,11 @@ impl Federation {
             }
         });
         let answers = futures_util::future::join_all(calls).await;
-        edges::topic_edges(answers.into_iter().flatten().collect(), budget, left)
+        Ok(edges::topic_edges(
+            answers.into_iter().flatten().collect(),
+            budget,
+            left,
+        ))
     }
 
     /// Checks a search's query and `n_results`, and says how many fused hits it wants.
@@ -445,34 +504,46 @@ impl Federation {
 
     /// Asks every bound store at once, in roster order, for `ask` hits. Every call carries the
     /// chain on (`below`, this callosum added), whatever the store's type (a `seren_memory` url
-    /// may be a callosum too); too deep in a chain, or out of budget, a store is named, not asked.
+    /// may be a callosum too); too deep in a chain, or past the search's budget of calls (across
+    /// all its rounds), a store is named, not asked.
     async fn fan_out(
         &self,
         round: &Hop<'_>,
         query: &str,
     ) -> Vec<Result<Vec<store::Hit>, Unanswered>> {
         let (fan, (chain, below)) = (round.fan, round.chains);
+        // The first round runs under each store's own timeout (the deadline is the largest of
+        // them, from now); later rounds are cut to what is left of it.
+        let first = round.spend.begin();
         let (asked, not_asked) = if chain.depth >= MAX_DEPTH {
             (0, Unanswered::TooDeep)
         } else {
-            let asked = fan.bound.len().min(chain.budget as usize);
+            let asked = round.spend.take_calls(fan.bound.len());
             (asked, Unanswered::OverBudget(chain.budget))
         };
-        let calls = fan.bound[..asked]
-            .iter()
-            .map(|bound| self.call(bound, query, round.ask, (below, round.knobs.call(bound))));
+        let calls = fan.bound[..asked].iter().map(|bound| {
+            let call = if first {
+                round.knobs.call(bound)
+            } else {
+                round.call(bound)
+            };
+            self.call(bound, query, round.ask, (below, call), round)
+        });
         let mut results = futures_util::future::join_all(calls).await;
         results.extend(fan.bound[asked..].iter().map(|_| Err(not_asked.clone())));
         results
     }
 
-    /// One store call, through the breaker, recorded in the store's health.
+    /// One store call, through the breaker, recorded in the store's health. A call that the
+    /// search's deadline cut short of the store's own timeout, and that timed out, is no sign
+    /// the store is down: it is not recorded, and its reason says what cut it.
     async fn call(
         &self,
         bound: &Bound,
         query: &str,
         ask: usize,
         how: (&Chain, store::Call),
+        round: &Hop<'_>,
     ) -> Result<Vec<store::Hit>, Unanswered> {
         let probe = match self.health.admit(&bound.name) {
             Admission::Skip { last_error } => return Err(Unanswered::CircuitOpen(last_error)),
@@ -484,7 +555,15 @@ impl Federation {
             }),
         };
         let started = std::time::Instant::now();
-        let result = bound.caller.search(&self.client, query, ask, how).await;
+        let cut = how.1.timeout < round.knobs.call(bound).timeout;
+        let result = (bound.caller)
+            .search(&self.client, query, ask, how, &round.spend.purse)
+            .await;
+        if cut && matches!(result, Err(store::Failure::Timeout(_))) {
+            // Not the store's fault: a probe under way is handed on (the guard says so).
+            drop(probe);
+            return Err(Unanswered::Deadline(round.spend.limit));
+        }
         // A store removed while this call was under way keeps no record (it would come back on
         // the health page, and a new store under its name would inherit it).
         if self.roster.fan().bound.iter().any(|b| b.name == bound.name) {
@@ -639,6 +718,114 @@ struct Hop<'a> {
     cut: &'a Cut,
     ask: usize,
     chains: (&'a Chain, &'a Chain),
+    spend: &'a Spend<'a>,
+}
+
+impl Hop<'_> {
+    /// How this search calls `bound` now: its own timeout, cut to what is left of the search's
+    /// deadline.
+    fn call(&self, bound: &Bound) -> store::Call {
+        let mut call = self.knobs.call(bound);
+        if let Some(deadline) = self.spend.deadline.get() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            call.timeout = call.timeout.min(left);
+        }
+        call
+    }
+}
+
+/// What one search may still spend across its rounds (the first fan, each hop, the topic edges):
+/// store calls of its own, time, and bytes of store answers.
+struct Spend<'a> {
+    /// The store calls this callosum may make for this search in all: every round of every
+    /// store and the topic edges, at most the chain's budget. Each round takes its calls
+    /// before it fans; a store past them is not asked.
+    own_calls: usize,
+    calls: AtomicUsize,
+    /// When the search began.
+    started: Instant,
+    /// The search's deadline: its largest store timeout after the first round began, so the
+    /// first round is never cut and nothing after it outlasts it. Set by the first fan.
+    deadline: OnceLock<Instant>,
+    /// The largest store timeout.
+    limit: Duration,
+    /// The search's share of the bytes of store answers held.
+    purse: Purse<'a>,
+}
+
+impl<'a> Spend<'a> {
+    fn new(fan: &Fan, knobs: &Knobs, chain: &Chain, purse: Purse<'a>) -> Self {
+        let shaping = &knobs.shaping;
+        let rounds = if shaping.hops_on() { shaping.hops } else { 1 };
+        let topic_stores = if shaping.topics_on() {
+            fan.bound.iter().filter(|b| b.caller.has_topics()).count()
+        } else {
+            0
+        };
+        let planned = (fan.bound.len())
+            .saturating_mul(rounds)
+            .saturating_add(topic_stores);
+        let own_calls = planned.min(chain.budget as usize);
+        Self {
+            own_calls,
+            calls: AtomicUsize::new(own_calls),
+            started: Instant::now(),
+            deadline: OnceLock::new(),
+            limit: (fan.bound.iter())
+                .map(|b| knobs.call(b).timeout)
+                .max()
+                .unwrap_or_default(),
+            purse,
+        }
+    }
+
+    /// Starts the deadline, at the first round; whether this was the first round.
+    fn begin(&self) -> bool {
+        let mut first = false;
+        self.deadline.get_or_init(|| {
+            first = true;
+            Instant::now() + self.limit
+        });
+        first
+    }
+
+    /// Takes up to `want` calls from what is left, and says how many it took.
+    fn take_calls(&self, want: usize) -> usize {
+        let mut taken = 0;
+        // Rounds run one after another, so this never contends; the update is atomic only
+        // because the search's future must be `Send`.
+        let _ = self
+            .calls
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                taken = want.min(left);
+                Some(left - taken)
+            });
+        taken
+    }
+
+    /// Whether one more round fits: calls are left, and so is as much time as `round` (the first
+    /// round's length); otherwise why not, in words.
+    fn room(&self, round: Duration) -> Result<(), String> {
+        if self.calls.load(Ordering::Relaxed) == 0 {
+            return Err(Self::spent(self.own_calls as u32));
+        }
+        let left = (self.deadline.get())
+            .map_or(self.limit, |d| d.saturating_duration_since(Instant::now()));
+        if left.is_zero() || left < round {
+            return Err(format!(
+                "{:.2}s of this search's {:.2}s deadline are left and its first round took {:.2}s",
+                left.as_secs_f64(),
+                self.limit.as_secs_f64(),
+                round.as_secs_f64()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The words for a spent call budget.
+    fn spent(budget: u32) -> String {
+        format!("this search's budget of {budget} store calls is spent")
+    }
 }
 
 /// One round's answers: who answered (their lists, in roster order) and who gave nothing.
@@ -718,6 +905,16 @@ enum Unanswered {
     TooDeep,
     /// Not asked: the search's budget of store calls is spent.
     OverBudget(u32),
+    /// Asked in a later round, and not answered within the search's deadline (its largest store
+    /// timeout).
+    Deadline(Duration),
+}
+
+impl Unanswered {
+    /// Whether the store was never asked.
+    fn not_asked(&self) -> bool {
+        matches!(self, Unanswered::TooDeep | Unanswered::OverBudget(_))
+    }
 }
 
 impl std::fmt::Display for Unanswered {
@@ -734,6 +931,11 @@ impl std::fmt::Display for Unanswered {
             Unanswered::OverBudget(budget) => write!(
                 f,
                 "not asked: this search's budget of {budget} store calls is spent"
+            ),
+            Unanswered::Deadline(limit) => write!(
+                f,
+                "no answer within this search's deadline of {:.2}s",
+                limit.as_secs_f64()
             ),
         }
     }

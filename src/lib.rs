@@ -13,6 +13,7 @@
 //! - [`overlay`]: the machine-managed `runtime-stores.json` beside it.
 //! - [`store`]: one [`store::Protocol`] per store type and the shared HTTP call to a store.
 //! - [`metadata`]: a hit's metadata kept as one JSON text, written once, passed through.
+//! - [`ledger`]: the bytes of store answers a search and the process hold, each bounded.
 //! - [`fusion`]: pure weighted RRF over ranked lists.
 //! - [`roster`]: the live set of stores (config + overlay) and each one's bind status.
 //! - [`health`]: per-store call records and the circuit breaker that reads them.
@@ -40,6 +41,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod keychain;
 pub mod knobs;
+pub mod ledger;
 pub mod limits;
 pub mod listener;
 pub mod mcp;

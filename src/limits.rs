@@ -66,3 +66,21 @@ pub const MCP_MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Lines of a stdio MCP server's stderr logged per ten seconds, at most (it goes to our log at
 /// debug; a chatty server must not flood it).
 pub const MCP_STDERR_LINES: u32 = 20;
+/// How much of one hit's `metadata.topic` is read for topic tags: SerenMemory's topics are a few
+/// short tags, and a store that answers megabytes of them must not cost a search more than this.
+pub const MAX_TOPIC_SCAN: usize = 4 * 1024;
+/// The most topic tags one hit gives the packet.
+pub const MAX_TOPICS_PER_HIT: usize = 32;
+/// The most topic tags a packet sends to `/by_topic`: the request stays a few KiB for every store.
+pub const MAX_TOPICS: usize = 64;
+/// The longest topic tag taken (bytes); a longer one is passed over, not cut, since a cut tag
+/// matches nothing.
+pub const MAX_TOPIC_BYTES: usize = 128;
+/// The bytes of store answers one search may hold at once (bodies as they arrive, then what
+/// their decoded hits keep): four stores answering at the body cap, or hundreds answering the
+/// usual few KiB. An answer that would pass it is dropped and named in `failed`.
+pub const MAX_SEARCH_ANSWER_BYTES: usize = 32 * 1024 * 1024;
+/// The bytes of store answers every search under way may hold together, in this process: eight
+/// searches at their own bound. Past it an answer is dropped the same way, so many searches at
+/// once degrade instead of taking the process's memory.
+pub const MAX_ANSWER_BYTES: usize = 256 * 1024 * 1024;

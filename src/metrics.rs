@@ -63,12 +63,14 @@ pub enum CallOutcome {
     TooLarge,
     Mcp,
     Tool,
+    /// The answer was dropped to keep the search or the process within its memory bound.
+    Memory,
 }
 
 impl CallOutcome {
     /// Every outcome of a call made, in the order the exposition lists them. `circuit_open` (a
     /// call not made) follows them, counted by `health`.
-    pub const ALL: [CallOutcome; 10] = [
+    pub const ALL: [CallOutcome; 11] = [
         CallOutcome::Ok,
         CallOutcome::Timeout,
         CallOutcome::Refused,
@@ -79,6 +81,7 @@ impl CallOutcome {
         CallOutcome::TooLarge,
         CallOutcome::Mcp,
         CallOutcome::Tool,
+        CallOutcome::Memory,
     ];
 
     /// The outcome of a call's result.
@@ -96,6 +99,7 @@ impl CallOutcome {
             Err(Failure::TooLarge(_)) => CallOutcome::TooLarge,
             Err(Failure::Mcp(_)) => CallOutcome::Mcp,
             Err(Failure::Tool(_)) => CallOutcome::Tool,
+            Err(Failure::Memory(_)) => CallOutcome::Memory,
         }
     }
 
@@ -112,6 +116,7 @@ impl CallOutcome {
             CallOutcome::TooLarge => "too_large",
             CallOutcome::Mcp => "mcp",
             CallOutcome::Tool => "tool",
+            CallOutcome::Memory => "memory",
         }
     }
 }

@@ -38,6 +38,9 @@ pub fn compact(answer: &SearchAnswer) -> String {
             let _ = writeln!(out, "{label}: {}", reasons(entries));
         }
     }
+    for note in &answer.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
     out
 }
 
@@ -157,6 +160,7 @@ mod tests {
                 reason: "timeout after 5.00s".into(),
             }],
             skipped: vec![],
+            notes: vec![],
         };
         assert_eq!(
             compact(&answer),
@@ -179,6 +183,7 @@ mod tests {
             tokens: 0,
             stores_searched: vec![],
             failed: vec![],
+            notes: vec!["hop round 2 not run: why".into()],
             skipped: vec![NameReason {
                 name: "weird".into(),
                 reason: "unknown store type".into(),
@@ -186,7 +191,8 @@ mod tests {
         };
         assert_eq!(
             compact(&answer),
-            "0 hits for \"q\" (0 tokens) from no store\nskipped: weird (unknown store type)\n"
+            "0 hits for \"q\" (0 tokens) from no store\nskipped: weird (unknown store type)\n\
+             note: hop round 2 not run: why\n"
         );
     }
 }

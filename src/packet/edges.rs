@@ -13,8 +13,10 @@
 use super::page::{row_cost, spend};
 use super::{Row, Seen};
 use crate::fusion::{Episode, Hit};
+use crate::limits::{MAX_TOPIC_BYTES, MAX_TOPIC_SCAN, MAX_TOPICS, MAX_TOPICS_PER_HIT};
 use crate::metadata::Metadata;
 use serde_json::{Map, Value, json};
+use std::collections::HashSet;
 
 /// The kind of a satellite edge, as `metadata.source` names it.
 const SATELLITE: &str = "satellite-edge";
@@ -114,21 +116,50 @@ fn take(row: &Row, left: &mut Option<usize>) -> bool {
 }
 
 /// The packet's topic tags: every comma-separated tag of `metadata.topic`, trimmed, lower case,
-/// once each, in first-seen order.
+/// once each, in first-seen order, bounded so that one store's answer cannot make this long or
+/// the `/by_topic` requests large: a hit's topic is read for its first [`MAX_TOPIC_SCAN`] bytes
+/// and [`MAX_TOPICS_PER_HIT`] tags, a tag longer than [`MAX_TOPIC_BYTES`] is passed over, and the
+/// packet keeps its first [`MAX_TOPICS`]. Linear in what it reads (a set, not a list scan).
 pub fn topics(rows: &[Row]) -> Vec<String> {
     let mut topics: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     for row in rows {
         let Some(Value::String(topic)) = row.hit.metadata.get("topic") else {
             continue;
         };
-        for tag in topic.split(',') {
-            let tag = tag.trim().to_lowercase();
-            if !tag.is_empty() && !topics.contains(&tag) {
+        let mut of_hit = 0;
+        for tag in scanned(&topic).split(',') {
+            if topics.len() >= MAX_TOPICS {
+                return topics;
+            }
+            if of_hit >= MAX_TOPICS_PER_HIT {
+                break;
+            }
+            let tag = tag.trim();
+            if tag.is_empty() || tag.len() > MAX_TOPIC_BYTES {
+                continue;
+            }
+            of_hit += 1;
+            let tag = tag.to_lowercase();
+            if seen.insert(tag.clone()) {
                 topics.push(tag);
             }
         }
     }
     topics
+}
+
+/// The part of a topic that is read: all of it, or its first [`MAX_TOPIC_SCAN`] bytes without
+/// the tag the cut went through.
+fn scanned(topic: &str) -> &str {
+    if topic.len() <= MAX_TOPIC_SCAN {
+        return topic;
+    }
+    let mut end = MAX_TOPIC_SCAN;
+    while !topic.is_char_boundary(end) {
+        end -= 1;
+    }
+    topic[..end].rsplit_once(',').map_or("", |(whole, _)| whole)
 }
 
 /// The topic edges: each store's `/by_topic` answer in store order, cut to `budget`, each fitted
@@ -330,6 +361,47 @@ mod tests {
         ];
         assert_eq!(topics(&rows), ["cft", "iam", "lambda"]);
         assert!(topics(&[row(json!(null))]).is_empty(), "no topics, no join");
+    }
+
+    #[test]
+    fn topics_are_bounded_whatever_a_store_answers() {
+        let row = |topic: String| {
+            let mut row = core("x", json!(topic), &[], None);
+            row.hit.satellites = None;
+            row
+        };
+        // 100,000 distinct tags in one hit: the hit gives its first MAX_TOPICS_PER_HIT.
+        let many = (0..100_000).map(|i| format!("t{i}")).collect::<Vec<_>>();
+        let got = topics(&[row(many.join(","))]);
+        assert_eq!(got.len(), MAX_TOPICS_PER_HIT);
+        assert_eq!(got[..2], ["t0", "t1"]);
+        // Many hits: the packet keeps its first MAX_TOPICS, in first-seen order.
+        let rows: Vec<Row> = (0..10)
+            .map(|h| {
+                row((0..20)
+                    .map(|i| format!("h{h}t{i}"))
+                    .collect::<Vec<_>>()
+                    .join(","))
+            })
+            .collect();
+        let got = topics(&rows);
+        assert_eq!(got.len(), MAX_TOPICS);
+        assert_eq!(got[20], "h1t0");
+        // A tag past MAX_TOPIC_BYTES is passed over; the tag a scan cut goes through is dropped.
+        let long = "x".repeat(MAX_TOPIC_BYTES + 1);
+        assert_eq!(topics(&[row(format!("a,{long},b"))]), ["a", "b"]);
+        let filler = "y".repeat(MAX_TOPIC_SCAN - 4);
+        assert_eq!(
+            topics(&[row(format!("{filler},zzzzzzzz"))]),
+            Vec::<String>::new(),
+            "the filler is over MAX_TOPIC_BYTES, the last tag is cut"
+        );
+        assert_eq!(
+            topics(&[row(format!("ab,{}", "é".repeat(MAX_TOPIC_SCAN)))]),
+            ["ab"]
+        );
+        // The same tag many times over costs a set lookup each, and counts once.
+        assert_eq!(topics(&[row("dup,".repeat(1000))]), ["dup"]);
     }
 
     // test_edges.py: test_edges_appended_and_marked, test_edge_budget_caps

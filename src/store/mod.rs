@@ -19,6 +19,7 @@ pub use crate::fusion::Hit;
 pub use remote::{Failure, Remote};
 
 use crate::chain::Chain;
+use crate::ledger::Purse;
 
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -232,10 +233,20 @@ impl Caller {
         query: &str,
         n: usize,
         (chain, call): (&Chain, Call),
+        purse: &Purse<'_>,
     ) -> Result<Vec<Hit>, Failure> {
         match self {
-            Caller::Http(remote) => remote.search(client, query, n, (chain, call)).await,
-            Caller::Mcp(store) => store.search(query, n, chain, call.timeout).await,
+            Caller::Http(remote) => remote.search(client, query, n, (chain, call), purse).await,
+            Caller::Mcp(store) => {
+                let hits = store.search(query, n, chain, call.timeout).await?;
+                // rmcp has read the answer whole (within its own cap); what the hits keep is
+                // counted like an HTTP store's.
+                let mut hold = purse.hold();
+                hold.settle(hits.iter().map(crate::ledger::hit_bytes).sum())
+                    .map_err(Failure::Memory)?;
+                hold.keep();
+                Ok(hits)
+            }
         }
     }
 
@@ -252,11 +263,12 @@ impl Caller {
         n: usize,
         exclude: &[String],
         (chain, call): (&Chain, Call),
+        purse: &Purse<'_>,
     ) -> Option<Result<Vec<Hit>, Failure>> {
         match self {
             Caller::Http(remote) => {
                 remote
-                    .by_topic(client, topics, n, exclude, (chain, call))
+                    .by_topic(client, topics, n, exclude, (chain, call), purse)
                     .await
             }
             Caller::Mcp(_) => None,

@@ -9,6 +9,7 @@
 use super::{Call, Hit, Protocol};
 use crate::chain::Chain;
 use crate::config::Secret;
+use crate::ledger::{Hold, Over, Purse, hit_bytes};
 use crate::text::cut;
 use bytes::Bytes;
 use std::error::Error as _;
@@ -36,6 +37,9 @@ pub enum Failure {
     Mcp(String),
     /// An MCP tool answered with an error (`isError`, or a JSON-RPC error): the server is up.
     Tool(String),
+    /// The answer was dropped: keeping it would have taken the search, or the process, past its
+    /// bound on the bytes of store answers held (`ledger`). Not the store's fault.
+    Memory(Over),
 }
 
 impl Failure {
@@ -45,7 +49,7 @@ impl Failure {
     pub fn blames_the_request(&self) -> bool {
         matches!(
             self,
-            Failure::Status(400 | 413 | 414 | 422) | Failure::Tool(_)
+            Failure::Status(400 | 413 | 414 | 422) | Failure::Tool(_) | Failure::Memory(_)
         )
     }
 }
@@ -64,6 +68,7 @@ impl fmt::Display for Failure {
             Failure::Decode(why) => write!(f, "decode: {}", cut(why, 200)),
             Failure::Mcp(why) => f.write_str(why),
             Failure::Tool(why) => write!(f, "tool error: {why}"),
+            Failure::Memory(over) => over.fmt(f),
         }
     }
 }
@@ -116,10 +121,11 @@ impl Remote {
         query: &str,
         n: usize,
         (chain, call): (&Chain, Call),
+        purse: &Purse<'_>,
     ) -> Result<Vec<Hit>, Failure> {
         let body = self.protocol.request(query, n, &call.context);
         let exchange = (&self.url, &body, chain, call.timeout);
-        self.call(client, exchange, n, |bytes, limit| {
+        self.call(client, exchange, (n, purse), |bytes, limit| {
             self.protocol.decode(bytes, limit)
         })
         .await
@@ -134,6 +140,7 @@ impl Remote {
         n: usize,
         exclude: &[String],
         (chain, call): (&Chain, Call),
+        purse: &Purse<'_>,
     ) -> Option<Result<Vec<Hit>, Failure>> {
         let url = self.topic_url.as_ref()?;
         let body = self.protocol.topic_request(topics, n, exclude)?;
@@ -141,19 +148,20 @@ impl Remote {
             self.call(
                 client,
                 (url, &body, chain, call.timeout),
-                n,
+                (n, purse),
                 |bytes, limit| self.protocol.decode_topic(bytes, limit),
             )
             .await,
         )
     }
 
-    /// One exchange with the store, bounded by `timeout` as a whole.
+    /// One exchange with the store, bounded by `timeout` as a whole; the body's bytes are counted
+    /// in the search's `purse` as they come, and what the decoded hits keep stays counted there.
     async fn call(
         &self,
         client: &reqwest::Client,
         (url, body, chain, timeout): (&url::Url, &serde_json::Value, &Chain, Duration),
-        limit: usize,
+        (limit, purse): (usize, &Purse<'_>),
         decode: impl Fn(&[u8], usize) -> Result<Vec<Hit>, String>,
     ) -> Result<Vec<Hit>, Failure> {
         let exchange = async {
@@ -162,8 +170,17 @@ impl Remote {
             if !status.is_success() {
                 return Err(Failure::Status(status.as_u16()));
             }
-            let bytes = self.read_body(response).await?;
-            decode(&bytes, limit).map_err(Failure::Decode)
+            let mut hold = purse.hold();
+            let bytes = self.read_body(response, &mut hold).await?;
+            // While it decodes, an answer holds its body and its hits, which are at most about
+            // the body's size again: counted before, settled to what the hits keep after.
+            hold.take(bytes.len()).map_err(Failure::Memory)?;
+            let hits = decode(&bytes, limit).map_err(Failure::Decode)?;
+            drop(bytes);
+            hold.settle(hits.iter().map(hit_bytes).sum())
+                .map_err(Failure::Memory)?;
+            hold.keep();
+            Ok(hits)
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
@@ -213,26 +230,39 @@ impl Remote {
         })
     }
 
-    /// Reads the answer's body, at most the cap.
-    async fn read_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Failure> {
+    /// Reads the answer's body, at most the cap, each chunk counted in `hold` before it is kept.
+    async fn read_body(
+        &self,
+        mut response: reqwest::Response,
+        hold: &mut Hold<'_>,
+    ) -> Result<Vec<u8>, Failure> {
         let announced = response.content_length();
         if announced.is_some_and(|len| len > self.body_cap as u64) {
             return Err(Failure::TooLarge(self.body_cap));
         }
         // Sized by what the store announces, up to 64 KiB: a store that announces 8 MiB and then
         // stalls must not cost 8 MiB per search before a byte has come.
-        let mut bytes = Vec::with_capacity(
-            announced
-                .map_or(8 * 1024, |len| len as usize)
-                .min(64 * 1024),
-        );
+        let first = announced
+            .map_or(8 * 1024, |len| len as usize)
+            .min(64 * 1024);
+        hold.take(first).map_err(Failure::Memory)?;
+        let mut bytes = Vec::with_capacity(first);
         while let Some(chunk) = response
             .chunk()
             .await
             .map_err(|e| Failure::Transport(describe(&e)))?
         {
-            if bytes.len() + chunk.len() > self.body_cap {
+            let needed = bytes.len() + chunk.len();
+            if needed > self.body_cap {
                 return Err(Failure::TooLarge(self.body_cap));
+            }
+            // What the buffer will hold is counted before it grows (doubling, as a Vec does, up
+            // to the cap), so the count is the memory, not just the bytes read.
+            let capacity = bytes.capacity().max(first);
+            if needed > capacity {
+                let grown = needed.max(capacity * 2).min(self.body_cap);
+                hold.take(grown - capacity).map_err(Failure::Memory)?;
+                bytes.reserve_exact(grown - bytes.len());
             }
             bytes.extend_from_slice(&chunk);
         }
