@@ -566,6 +566,21 @@ pub struct NewStore {
     /// has a default; a `preset` fills them for a known server.
     #[serde(flatten)]
     pub mcp: NewMcpStore,
+    /// Every other key given, read only to be refused by name: a key dropped in silence (a
+    /// `timeout_s`, a `token_env`) would look taken. After `mcp`, which takes its own keys first.
+    #[serde(flatten, skip_serializing)]
+    #[schemars(skip)]
+    pub unknown: serde_json::Map<String, serde_json::Value>,
+}
+
+impl NewStore {
+    /// The keys every store added at run time may carry.
+    pub const KEYS: &[&str] = &["name", "type", "url", "weight", "floor", "token"];
+
+    /// The first key given that is not taken here, if any.
+    pub fn unknown_key(&self) -> Option<&str> {
+        self.unknown.keys().next().map(String::as_str)
+    }
 }
 
 /// The keys of an `mcp` store that `POST /stores` and `add_store` take (contract §1 `mcp`). A
@@ -589,6 +604,10 @@ pub struct NewMcpStore {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub limit_arg: Option<String>,
+    /// `mcp`: the most `limit_arg` may ask for (a whole number >= 1; default: no cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64", range(min = 1))]
+    pub limit_max: Option<u64>,
     /// `mcp`: fixed extra arguments, under the query and limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
@@ -641,6 +660,9 @@ impl NewMcpStore {
             if let Some(value) = value {
                 options.insert(key.into(), value.clone().into());
             }
+        }
+        if let Some(limit_max) = self.limit_max {
+            options.insert("limit_max".into(), limit_max.into());
         }
         if let Some(arguments) = &self.arguments {
             options.insert("arguments".into(), arguments.clone().into());

@@ -40,9 +40,8 @@ impl Pointer {
                     user: user.trim().to_owned(),
                 })
             }
-            _ => Err(format!(
-                "{text:?} is not a keychain entry; write \"service/user\""
-            )),
+            // The value is not quoted: a token pasted here by mistake must not reach a message.
+            _ => Err("is not a keychain entry; write \"service/user\"".into()),
         }
     }
 

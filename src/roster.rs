@@ -555,6 +555,9 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
             "{key} is refused here: a store that runs a program can only be written in the config file, never added over the network; give an mcp store a url instead"
         )));
     }
+    if let Some(key) = new.unknown_key() {
+        return Err(Refusal::bad_request(refused_key(key)));
+    }
     if name.is_empty() {
         return Err(Refusal::bad_request("name is required"));
     }
@@ -595,6 +598,27 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
     }
 }
 
+/// Why a key `POST /stores` and `add_store` do not take is refused, in words a model can act on:
+/// the key, why, and every key that is taken. Nothing is dropped in silence: a store that seemed
+/// to take a `timeout_s` or a `token_env` would not do what its caller thinks.
+fn refused_key(key: &str) -> String {
+    let taken = format!(
+        "a store added here takes {}, and for type mcp also {}",
+        NewStore::KEYS.join(", "),
+        store::mcp::TYPE.options.join(", ")
+    );
+    let shown = crate::text::escaped(key);
+    match key {
+        "token_env" | "bearer_token_env" | "token_keyring" | "bearer_token_keyring" => format!(
+            "{shown} is refused: a store added at run time never reads the service's environment or keychain by name; give the token itself as token (it is kept in the OS keychain when one is at hand); {taken}"
+        ),
+        "bearer_token" => format!("{shown} is not taken here: give the token as token; {taken}"),
+        _ => format!(
+            "unknown key {shown}; {taken}; any other setting (timeout_s, enabled, options, ...) is written in the config file"
+        ),
+    }
+}
+
 /// Binds the config's stores then the overlay's, first name wins. A store `before` had bound from
 /// the very same entry is kept as it was (an MCP server keeps running through a change of others).
 fn build_fan(
@@ -619,7 +643,7 @@ fn build_fan(
             overlay
                 .iter()
                 .enumerate()
-                .map(|(i, value)| (true, overlay_entry(i, value))),
+                .map(|(i, value)| (true, overlay_entry(config, i, value))),
         );
     for (managed, entry) in entries {
         let row = match entry {
@@ -648,12 +672,16 @@ fn build_fan(
 /// One overlay entry, checked. It is worded without values (a mistyped `token` must not be quoted
 /// on `GET /` or in the log) and labelled by its name only when the name keeps the name rule,
 /// else by its place.
-fn overlay_entry(i: usize, value: &Value) -> Result<StoreEntry, Invalid> {
+fn overlay_entry(config: &Config, i: usize, value: &Value) -> Result<StoreEntry, Invalid> {
     let place = format!("runtime overlay entry {i}");
     let entry = serde_path_to_error::deserialize::<_, RawStoreEntry>(value.clone())
         .map_err(|e| crate::api::value_free(e.path(), &e.inner().to_string()))
         .and_then(|raw| raw.check(&place))
-        .map(|checked| checked.and_then(|entry| program_refused(entry, &place)));
+        .map(|checked| {
+            checked
+                .and_then(|entry| program_refused(entry, &place))
+                .and_then(|entry| pointer_refused(config, entry, value, &place))
+        });
     entry.unwrap_or_else(|message| {
         Err(Invalid {
             name: value
@@ -678,6 +706,53 @@ fn program_refused(entry: StoreEntry, place: &str) -> Result<StoreEntry, Invalid
             ),
         }),
         Endpoint::Url(_) => Ok(entry),
+    }
+}
+
+/// A token comes into the overlay only as itself, or as the keychain entry the callosum made for
+/// that store: an overlay entry that names an environment variable (`token_env`), or any other
+/// keychain entry (`token_keyring`), is skipped before anything is read. The overlay is what the
+/// network surfaces write; a pointer in it would send whatever it leads to (any variable of the
+/// service's environment, the inbound token's keychain entry) to a url of the writer's choosing.
+fn pointer_refused(
+    config: &Config,
+    entry: StoreEntry,
+    value: &Value,
+    place: &str,
+) -> Result<StoreEntry, Invalid> {
+    // The key as written, so the reason names what is in the file.
+    let written = |keys: [&'static str; 2]| {
+        keys.into_iter()
+            .find(|key| {
+                value
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| !v.trim().is_empty())
+            })
+            .unwrap_or(keys[0])
+    };
+    let refused = if entry.token_env.is_some() {
+        Some(format!(
+            "{place} names {}, an environment variable; a store in the runtime overlay never reads the service's environment: write the store in the config file, or add it again with its token",
+            written(["token_env", "bearer_token_env"])
+        ))
+    } else if let Some(pointer) = &entry.token_keyring
+        && (!pointer.is_ours(&entry.name) || config.names_pointer(pointer))
+    {
+        Some(format!(
+            "{place} names {}, a keychain entry the callosum did not make for this store; from the runtime overlay only {} is read (when the config does not name it): write the store in the config file, or add it again with its token",
+            written(["token_keyring", "bearer_token_keyring"]),
+            Pointer::for_store(&entry.name)
+        ))
+    } else {
+        None
+    };
+    match refused {
+        Some(why) => Err(Invalid {
+            name: entry.name,
+            reason: format!("invalid entry: {why}"),
+        }),
+        None => Ok(entry),
     }
 }
 
@@ -975,7 +1050,7 @@ mod tests {
                 weight,
                 floor,
                 token: None,
-                mcp: Default::default(),
+                ..NewStore::default()
             })
             .map(|e| e.name)
             .map_err(|r| (r.kind, r.detail))
@@ -1022,6 +1097,128 @@ mod tests {
             check("a", "seren_loci", "http://x", None, Some(2.0)),
             "floor",
         );
+    }
+
+    #[test]
+    fn an_overlay_entry_never_names_a_variable_or_a_keychain_entry_not_its_own() {
+        let (roster, _dir) = roster(
+            "server:\n  keyring: none\nfederation:\n  stores:\n    - name: facts\n      type: seren_loci\n      url: http://127.0.0.1:1\n      token_keyring: seren-corpus-callosum/taken\n",
+            Some(
+                r#"[{"name":"env","type":"seren_loci","url":"http://127.0.0.1:2","token_env":"HOME"},
+                    {"name":"alias","type":"seren_loci","url":"http://127.0.0.1:2","token":"t","bearer_token_env":"HOME"},
+                    {"name":"other","type":"seren_loci","url":"http://127.0.0.1:2","bearer_token_keyring":"seren-test/inbound"},
+                    {"name":"taken","type":"seren_loci","url":"http://127.0.0.1:2","token_keyring":"seren-corpus-callosum/taken"},
+                    {"name":"ours","type":"seren_loci","url":"http://127.0.0.1:2","token_keyring":"seren-corpus-callosum/ours"},
+                    {"name":"blank","type":"seren_loci","url":"http://127.0.0.1:2","token_env":" "}]"#,
+            ),
+        );
+        let s = statuses(&roster);
+        let variable = |i: usize, key: &str| {
+            format!(
+                "skipped: invalid entry: runtime overlay entry {i} names {key}, an environment variable; a store in the runtime overlay never reads the service's environment: write the store in the config file, or add it again with its token"
+            )
+        };
+        let keychain = |i: usize, key: &str, name: &str| {
+            format!(
+                "skipped: invalid entry: runtime overlay entry {i} names {key}, a keychain entry the callosum did not make for this store; from the runtime overlay only seren-corpus-callosum/{name} is read (when the config does not name it): write the store in the config file, or add it again with its token"
+            )
+        };
+        assert_eq!(s[1], ("env".into(), true, variable(0, "token_env")));
+        assert_eq!(
+            s[2],
+            ("alias".into(), true, variable(1, "bearer_token_env"))
+        );
+        assert_eq!(
+            s[3],
+            (
+                "other".into(),
+                true,
+                keychain(2, "bearer_token_keyring", "other")
+            )
+        );
+        assert_eq!(
+            s[4],
+            ("taken".into(), true, keychain(3, "token_keyring", "taken")),
+            "the config's own entry is the config's"
+        );
+        // The entry the callosum keeps for the store is read (here there is no keychain, so the
+        // store is skipped, closed, for that reason); a blank variable names nothing.
+        assert!(s[5].2.starts_with("skipped: token_keyring: "), "{s:?}");
+        assert_eq!(s[6], ("blank".into(), true, "active".into()));
+    }
+
+    #[test]
+    fn a_key_a_store_added_here_does_not_take_is_refused_by_name() {
+        let check = |body: Value| {
+            let new: NewStore = crate::api::decode_value(body).unwrap();
+            check_new_store(new)
+                .map(|entry| entry.name)
+                .map_err(|r| (r.kind, r.detail))
+        };
+        let base = serde_json::json!({"name": "a", "type": "seren_loci", "url": "http://x"});
+        let with = |key: &str, value: Value| {
+            let mut body = base.clone();
+            body[key] = value;
+            body
+        };
+        let taken = "a store added here takes name, type, url, weight, floor, token, and for type mcp also preset, tool, query_arg, limit_arg, limit_max, arguments, hits, id, content, score";
+        for key in [
+            "token_env",
+            "bearer_token_env",
+            "token_keyring",
+            "bearer_token_keyring",
+        ] {
+            assert_eq!(
+                check(with(key, "HOME".into())),
+                Err((
+                    RefusalKind::BadRequest,
+                    format!(
+                        "'{key}' is refused: a store added at run time never reads the service's environment or keychain by name; give the token itself as token (it is kept in the OS keychain when one is at hand); {taken}"
+                    )
+                ))
+            );
+        }
+        for key in ["timeout_s", "options", "enabled", "made_up\n"] {
+            let (kind, detail) = check(with(key, 1.into())).unwrap_err();
+            assert_eq!(kind, RefusalKind::BadRequest);
+            assert_eq!(
+                detail,
+                format!(
+                    "unknown key {}; {taken}; any other setting (timeout_s, enabled, options, ...) is written in the config file",
+                    crate::text::escaped(key)
+                )
+            );
+        }
+        assert!(
+            check(with("bearer_token", "t".into()))
+                .unwrap_err()
+                .1
+                .starts_with("'bearer_token' is not taken here: give the token as token")
+        );
+        // Every key that is taken still is, mcp mapping keys included.
+        assert_eq!(check(with("token", "t".into())), Ok("a".into()));
+        let mcp = serde_json::json!({"name": "m", "type": "mcp", "url": "http://x/mcp", "preset": "callosum",
+            "tool": "search", "query_arg": "q", "limit_arg": "n", "limit_max": 5, "arguments": {},
+            "hits": "/hits", "id": "/id", "content": "/content", "score": "/score", "weight": 1, "floor": 0});
+        assert_eq!(check(mcp), Ok("m".into()));
+    }
+
+    #[test]
+    fn the_keys_refusals_name_are_the_keys_the_schema_shows() {
+        let schema = serde_json::to_value(schemars::schema_for!(NewStore)).unwrap();
+        let mut shown: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut named: Vec<&str> = (NewStore::KEYS.iter())
+            .chain(store::mcp::TYPE.options)
+            .copied()
+            .collect();
+        shown.sort_unstable();
+        named.sort_unstable();
+        assert_eq!(shown, named);
     }
 
     #[test]

@@ -167,7 +167,7 @@ pub(super) fn read(
         let key = key.to_string();
         ignored.push(key.trim_start_matches("?.").to_owned());
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| value_free(&e))?;
     for key in ignored {
         if PYTHON_ONLY_KEYS.contains(&key.as_str()) {
             warnings.push(format!(
@@ -179,4 +179,43 @@ pub(super) fn read(
         }
     }
     Ok(file.unwrap_or_default())
+}
+
+/// serde_yaml's message for `error`, worded without the value it met: `invalid type: string
+/// "...", expected f64` quotes the value, and a value under the wrong key may be a token. The
+/// rule is the one decode errors follow ([`crate::api::without_values`]); the key's path, the
+/// line and the column stay, so the message still says where to look.
+fn value_free(error: &serde_yaml::Error) -> String {
+    let text = error.to_string();
+    // serde_yaml writes `<path>: <message> at line L column C`; the mark is split off as written.
+    let mark = error
+        .location()
+        .map(|at| format!(" at line {} column {}", at.line(), at.column()));
+    let (head, mark) = match mark.and_then(|mark| Some((text.strip_suffix(&mark)?, mark))) {
+        Some((head, mark)) => (head, mark),
+        None => (text.as_str(), String::new()),
+    };
+    // The first place serde's own message starts (at the start, or after the path's `: `).
+    let start = [
+        "invalid type: ",
+        "invalid value: ",
+        "unknown variant",
+        "unknown field",
+    ]
+    .iter()
+    .filter_map(|marker| {
+        head.match_indices(marker)
+            .map(|(at, _)| at)
+            .find(|at| *at == 0 || head[..*at].ends_with(": "))
+    })
+    .min();
+    match start {
+        Some(at) => format!(
+            "{}{}{mark}",
+            &head[..at],
+            crate::api::without_values(&head[at..])
+        ),
+        // Syntax errors, a missing field, a duplicate key: no value is quoted.
+        None => format!("{head}{mark}"),
+    }
 }

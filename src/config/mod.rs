@@ -427,7 +427,7 @@ impl Config {
         let pointer = match non_blank(&asked.keychain) {
             None => None,
             Some(text) => Pointer::parse(text)
-                .map_err(|why| problems.push(format!("server.bearer_token_keyring: {why}")))
+                .map_err(|why| problems.push(format!("server.bearer_token_keyring {why}")))
                 .ok(),
         };
         if !problems.is_empty() {

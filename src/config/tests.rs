@@ -163,6 +163,60 @@ fn a_wrong_type_names_file_key_and_line() {
 }
 
 #[test]
+fn a_wrong_type_never_quotes_the_value_but_names_file_key_and_line() {
+    let store = |line: &str| {
+        format!(
+            "federation:\n  stores:\n    - name: facts\n      type: seren_loci\n      url: http://x\n      {line}\n"
+        )
+    };
+    let cases = [
+        (
+            store("weight: \"TOPSECRET123\""),
+            "federation.stores[0].weight: invalid type: string, expected f64 at line 6 column 15",
+        ),
+        (
+            "federation:\n  k: \"TOPSECRET123\"\n".to_owned(),
+            "federation.k: invalid type: string, expected u32 at line 2 column 6",
+        ),
+        (
+            "server:\n  allow_open_lan: TOPSECRET123\n".to_owned(),
+            "server.allow_open_lan: invalid value: string, expected true or false",
+        ),
+        (
+            "server:\n  port: 99999123\n".to_owned(),
+            "server.port: invalid value: integer, expected u16 at line 2",
+        ),
+        // A value that mimics serde's own words, and one that mimics the mark.
+        (
+            store("weight: 'TOPSECRET123\", expected f64'"),
+            "federation.stores[0].weight: invalid type: string, expected f64 at line 6",
+        ),
+        (
+            store("floor: TOPSECRET123 at line 1 column 1"),
+            "federation.stores[0].floor: invalid type: string, expected f64 at line 6",
+        ),
+        // A token pasted where a keychain entry's name goes.
+        (
+            store("token_keyring: TOPSECRET123"),
+            "store 'facts': token_keyring is not a keychain entry; write \"service/user\"",
+        ),
+        (
+            "server:\n  bearer_token_keyring: TOPSECRET123\n".to_owned(),
+            "server.bearer_token_keyring is not a keychain entry",
+        ),
+    ];
+    for (yaml, expected) in cases {
+        let message = error(&yaml);
+        assert!(
+            message.starts_with("config file /etc/scc/seren-corpus-callosum.yaml: "),
+            "{message}"
+        );
+        assert!(message.contains(expected), "{expected}: {message}");
+        assert!(!message.contains("TOPSECRET"), "{message}");
+    }
+}
+
+#[test]
 fn out_of_range_values_name_the_store_and_field() {
     let store = |extra: &str| {
         error(&format!(

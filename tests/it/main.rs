@@ -19,5 +19,6 @@ mod mcp_store;
 mod metrics;
 mod overlay;
 mod packet;
+mod refuse;
 mod reload;
 mod rest;

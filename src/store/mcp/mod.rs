@@ -56,6 +56,15 @@ impl Spec {
     /// Reads an entry's mapping keys (its `options`), a preset's defaults under them. An error
     /// names the key and what is wrong with it.
     pub fn parse(options: &Map<String, Value>) -> Result<Spec, String> {
+        // A NUL is text no MCP server names a tool or an argument with, and a PostgreSQL overlay
+        // cannot store: refused here, naming the key, rather than failing later (or as a 500).
+        if let Some(key) = TYPE
+            .options
+            .iter()
+            .find(|key| options.get(**key).is_some_and(holds_nul))
+        {
+            return Err(format!("{key} must not contain a NUL character (\\u0000)"));
+        }
         let read = Options(options);
         let preset = match read.text("preset")? {
             None => None,
@@ -125,6 +134,18 @@ impl Spec {
             arguments.insert(limit.clone(), n.into());
         }
         arguments
+    }
+}
+
+/// Whether a NUL is anywhere in `value`: a string, or a key or string inside it.
+fn holds_nul(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(members) => members
+            .iter()
+            .any(|(key, value)| key.contains('\0') || holds_nul(value)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
 }
 
@@ -214,6 +235,14 @@ mod tests {
                 "limit_max must be a whole number >= 1, got 0",
             ),
             (json!({"tool": 7}), "tool must be a string, got 7"),
+            (
+                json!({"tool": "find\0"}),
+                "tool must not contain a NUL character (\\u0000)",
+            ),
+            (
+                json!({"preset": "callosum", "arguments": {"scope": ["a", "b\0"]}}),
+                "arguments must not contain a NUL",
+            ),
         ];
         for (options, expected) in cases {
             let error = spec(options.clone()).unwrap_err();
