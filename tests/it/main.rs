@@ -20,3 +20,4 @@ mod overlay;
 mod packet;
 mod reload;
 mod rest;
+mod settle;
