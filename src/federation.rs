@@ -168,16 +168,14 @@ impl Federation {
     /// file replaced.
     fn reload_knobs(&self, old: &Config, new: &Config, changed: &Changed) -> Vec<String> {
         let (was, now) = (Knobs::from_config(old), Knobs::from_config(new));
-        let same_entry = |name: &str| {
-            let find = |fan: &Fan| {
-                (fan.bound.iter())
-                    .find(|b| b.name == name)
-                    .map(|b| (b.weight, b.floor))
-            };
-            find(&changed.before).is_some_and(|before| find(&changed.after) == Some(before))
+        // A store's weight and floor as its entry set them before the reload (bound or not).
+        let file_was = |name: &str| {
+            (changed.before.rows.iter())
+                .find(|row| row.name == name)
+                .map(|row| (row.weight, row.floor))
         };
         let mut live = self.knobs.write().unwrap_or_else(PoisonError::into_inner);
-        let (knobs, replaced) = live.reloaded(&was, now, &changed.after.rows, same_entry);
+        let (knobs, replaced) = live.reloaded(&was, now, &changed.after.rows, file_was);
         *live = Arc::new(knobs);
         replaced
     }
@@ -231,7 +229,15 @@ impl Federation {
 
     /// `GET /knobs` [5.3].
     pub fn knobs_answer(&self) -> crate::api::KnobsAnswer {
-        crate::knobs::answer(&self.config(), &self.knobs(), &self.roster.fan().rows)
+        let error = (self.reloads.read().unwrap_or_else(PoisonError::into_inner))
+            .error
+            .clone();
+        crate::knobs::answer(
+            &self.config(),
+            &self.knobs(),
+            &self.roster.fan().rows,
+            error,
+        )
     }
 
     /// A search (below), counted and timed for `GET /metrics`.

@@ -224,12 +224,8 @@ async fn configure(
 }
 
 async fn knobs(State(state): State<AppState>) -> Response {
-    // It reads the config file again: off the async threads.
-    let federation = state.federation.clone();
-    match tokio::task::spawn_blocking(move || federation.knobs_answer()).await {
-        Ok(answer) => Json(answer).into_response(),
-        Err(join) => std::panic::resume_unwind(join.into_panic()),
-    }
+    // From the config in force, in memory: no file is read.
+    Json(state.federation.knobs_answer()).into_response()
 }
 
 async fn remove_store(

@@ -197,55 +197,150 @@ impl Knobs {
     }
 
     /// These live knobs under a config file read again: `was` is what the file set before, `now`
-    /// what it sets now. The later change wins: a knob the file changed takes the file's new
-    /// value; any other keeps its live value (set with `/configure`, or the file's all along). A
-    /// store's weight and floor override is kept while `same_entry` says the file left that
-    /// store's own weight and floor alone. Also names the live values the file replaced.
+    /// what it sets now. The later change wins, knob by knob: a knob the file changed takes the
+    /// file's new value (and is named when that replaces a live value set with `/configure`);
+    /// any other keeps its live value. A store's weight and floor overrides go the same way,
+    /// each against the store's own entry: `file_was` gives a store's weight and floor as the
+    /// file set them before, `rows` (the roster now) as it sets them now.
+    ///
+    /// Built field by field from values that were checked when they were set, so nothing here
+    /// can fail and nothing live is dropped unsaid. `now` is taken apart whole: a knob added to
+    /// [`Knobs`] or [`Shaping`] does not compile until it is decided here.
     pub fn reloaded(
         &self,
         was: &Knobs,
         now: Knobs,
         rows: &[StoreRow],
-        same_entry: impl Fn(&str) -> bool,
+        file_was: impl Fn(&str) -> Option<(f64, f64)>,
     ) -> (Knobs, Vec<String>) {
-        let mut kept = Map::new();
         let mut replaced = Vec::new();
-        for (key, _) in ROWS.iter().filter(|(key, _)| *key != "fusion_mode") {
-            let live = self.value(key);
-            if live == was.value(key) {
-                continue;
-            }
-            if was.value(key) == now.value(key) {
-                // `/configure` reads 0 as "no page", its way of writing null.
-                kept.insert(
-                    (*key).to_owned(),
-                    if live.is_null() { 0.into() } else { live },
-                );
-            } else {
-                replaced.push((*key).to_owned());
-            }
-        }
-        let mut stores = BTreeMap::new();
-        for (name, set) in &self.stores {
-            if rows.iter().any(|row| &row.name == name) && same_entry(name) {
-                stores.insert(name.clone(), *set);
-            } else if rows.iter().any(|row| &row.name == name) {
-                replaced.push(format!("stores.{name}"));
-            }
-        }
-        let request = serde_json::from_value::<ConfigureRequest>(Value::Object(kept));
-        let applied = request
-            .map_err(|e| e.to_string())
-            .and_then(|request| now.configure(&request, rows).map_err(|r| r.to_string()));
-        let knobs = match applied {
-            Ok((knobs, _)) => knobs,
-            Err(error) => {
-                // Live values were checked when they were set, by the same rules: not reached.
-                tracing::warn!(%error, "live knobs not kept across the reload; the file's are in force");
-                now
-            }
+        let Knobs {
+            k,
+            n_results,
+            fetch_multiplier,
+            per_store_timeout,
+            shaping,
+            stores: _,
+        } = now;
+        let Shaping {
+            authority_margin,
+            min_per_store,
+            budget_tokens,
+            satellite_edges,
+            satellite_budget,
+            topic_edges,
+            edge_budget,
+            hops,
+            hop_terms,
+            hop_budget,
+        } = shaping;
+        let mut later = Later(&mut replaced);
+        let k = later.pick("k", self.k, was.k, k);
+        let n_results = later.pick("n_results", self.n_results, was.n_results, n_results);
+        let fetch_multiplier = later.pick(
+            "fetch_multiplier",
+            self.fetch_multiplier,
+            was.fetch_multiplier,
+            fetch_multiplier,
+        );
+        let per_store_timeout = later.pick(
+            "per_store_timeout_s",
+            self.per_store_timeout,
+            was.per_store_timeout,
+            per_store_timeout,
+        );
+        let (live, file) = (&self.shaping, &was.shaping);
+        let shaping = Shaping {
+            authority_margin: later.pick(
+                "authority_margin",
+                live.authority_margin,
+                file.authority_margin,
+                authority_margin,
+            ),
+            min_per_store: later.pick(
+                "min_per_store",
+                live.min_per_store,
+                file.min_per_store,
+                min_per_store,
+            ),
+            budget_tokens: later.pick(
+                "budget_tokens",
+                live.budget_tokens,
+                file.budget_tokens,
+                budget_tokens,
+            ),
+            satellite_edges: later.pick(
+                "satellite_edges_enabled",
+                live.satellite_edges,
+                file.satellite_edges,
+                satellite_edges,
+            ),
+            satellite_budget: later.pick(
+                "satellite_budget",
+                live.satellite_budget,
+                file.satellite_budget,
+                satellite_budget,
+            ),
+            topic_edges: later.pick(
+                "edges_enabled",
+                live.topic_edges,
+                file.topic_edges,
+                topic_edges,
+            ),
+            edge_budget: later.pick(
+                "edge_budget",
+                live.edge_budget,
+                file.edge_budget,
+                edge_budget,
+            ),
+            hops: later.pick("hops", live.hops, file.hops, hops),
+            hop_terms: later.pick("hop_terms", live.hop_terms, file.hop_terms, hop_terms),
+            hop_budget: later.pick("hop_budget", live.hop_budget, file.hop_budget, hop_budget),
         };
-        (Knobs { stores, ..knobs }, replaced)
+        let mut knobs = Knobs {
+            k,
+            n_results,
+            fetch_multiplier,
+            per_store_timeout,
+            shaping,
+            stores: BTreeMap::new(),
+        };
+        for (name, set) in &self.stores {
+            // A store that left takes its overrides with it (the reload names it removed).
+            let Some(row) = rows.iter().find(|row| &row.name == name) else {
+                continue;
+            };
+            let before = file_was(name);
+            let mut kept = Override::default();
+            for (knob, live, file, now, into) in [
+                (
+                    "weight",
+                    set.weight,
+                    before.map(|b| b.0),
+                    row.weight,
+                    &mut kept.weight,
+                ),
+                (
+                    "floor",
+                    set.floor,
+                    before.map(|b| b.1),
+                    row.floor,
+                    &mut kept.floor,
+                ),
+            ] {
+                let Some(live) = live else { continue };
+                if file == Some(now) {
+                    *into = Some(live);
+                } else if live != now {
+                    // The file changed this store's own value (or the store is new to it).
+                    later.0.push(format!("stores.{name}.{knob}"));
+                }
+            }
+            if kept != Override::default() {
+                knobs.stores.insert(name.clone(), kept);
+            }
+        }
+        (knobs, replaced)
     }
 
     /// The live values, with the request's over them.
@@ -344,20 +439,40 @@ impl Knobs {
     }
 }
 
-/// `GET /knobs`: every knob's live, file and default value, and where the config, the overlay
-/// and the token come from (the source, never the token). The file is read again, so `yaml` is
-/// what it says now.
-pub fn answer(config: &Config, live: &Knobs, rows: &[StoreRow]) -> KnobsAnswer {
-    let defaults = Knobs::from_config(&Config::empty(&config.path));
-    let (file, config_error) = if config.exists {
-        match Config::load_from(&config.path, &crate::config::Env::process()) {
-            Ok(file) => (Some(file), None),
-            Err(error) => (None, Some(crate::text::cut(&error.to_string(), 300))),
+/// The later change wins, one knob at a time, naming each live value the file replaced.
+struct Later<'a>(&'a mut Vec<String>);
+
+impl Later<'_> {
+    /// `live` is the knob in force, `was` the file's value before the reload, `now` after. A knob
+    /// the file left alone keeps its live value; one it changed takes the file's, and when that
+    /// replaces a different live value (one set with `/configure`) the knob is named.
+    fn pick<T: PartialEq>(&mut self, key: &str, live: T, was: T, now: T) -> T {
+        if was == now {
+            live
+        } else {
+            if live != was && live != now {
+                self.0.push(key.to_owned());
+            }
+            now
         }
-    } else {
-        (None, None)
-    };
-    let from_file = file.as_ref().map(Knobs::from_config);
+    }
+}
+
+/// `GET /knobs`: every knob's live, file and default value, and where the config, the overlay
+/// and the token come from (the source, never the token). The file's values are those of the
+/// config in force (`config`, as it was last loaded), kept in memory: nothing is read per request,
+/// so a huge or half-written file on disk costs a request nothing. `config_error` is why the file
+/// as it now stands was not loaded, if it was not (the last reload's refusal).
+pub fn answer(
+    config: &Config,
+    live: &Knobs,
+    rows: &[StoreRow],
+    config_error: Option<String>,
+) -> KnobsAnswer {
+    let defaults = Knobs::from_config(&Config::empty(&config.path));
+    let file = config.exists.then_some(config);
+    let config_error = config_error.map(|error| crate::text::cut(&error, 300));
+    let from_file = file.map(Knobs::from_config);
     let federation = ROWS
         .iter()
         .map(|(key, what)| {
@@ -372,7 +487,7 @@ pub fn answer(config: &Config, live: &Knobs, rows: &[StoreRow]) -> KnobsAnswer {
         .collect();
     let stores = rows
         .iter()
-        .map(|store| store_rows(store, live, file.as_ref()))
+        .map(|store| store_rows(store, live, file))
         .collect();
     let server = &config.server;
     KnobsAnswer {
@@ -476,4 +591,175 @@ fn env_overrides() -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::StoreStatus;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn file(yaml: &str) -> Knobs {
+        let config = Config::parse(Path::new("/c.yaml"), yaml, &crate::config::Env::none());
+        Knobs::from_config(&config.expect("a valid file"))
+    }
+
+    fn row(name: &str, weight: f64, floor: f64) -> StoreRow {
+        StoreRow {
+            name: name.into(),
+            kind: "seren_loci".into(),
+            url: "http://x".into(),
+            weight,
+            floor,
+            enabled: true,
+            managed: false,
+            auth: false,
+            status: StoreStatus::Active,
+            breaker: None,
+        }
+    }
+
+    fn configured(knobs: &Knobs, body: Value, rows: &[StoreRow]) -> Knobs {
+        let request = serde_json::from_value(body).unwrap();
+        knobs.configure(&request, rows).expect("a valid change").0
+    }
+
+    /// Every knob, set live to a value neither file version holds.
+    const LIVE: &str = r#"{"k": 11, "n_results": 12, "fetch_multiplier": 3,
+        "per_store_timeout_s": 2.5, "authority_margin": 0.5, "min_per_store": 2,
+        "budget_tokens": 900, "edges_enabled": true, "edge_budget": 4,
+        "satellite_edges_enabled": true, "satellite_budget": 5, "hops": 2, "hop_terms": 6,
+        "hop_budget": 7}"#;
+    /// The file before, and after changing every knob.
+    const WAS: &str =
+        "federation:\n  k: 60\n  edges_enabled: false\n  satellite_edges_enabled: false\n";
+    const NOW: &str = "federation:\n  k: 61\n  n_results: 13\n  fetch_multiplier: 4\n  per_store_timeout_s: 3.5\n  authority_margin: 0.25\n  min_per_store: 3\n  budget_tokens: 800\n  edges_enabled: true\n  edge_budget: 8\n  satellite_edges_enabled: true\n  satellite_budget: 9\n  hops: 3\n  hop_terms: 10\n  hop_budget: 11\n";
+
+    fn all_knobs() -> Vec<String> {
+        let mut keys: Vec<String> = ROWS
+            .iter()
+            .map(|(key, _)| (*key).to_owned())
+            .filter(|key| key != "fusion_mode")
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn a_file_that_changes_no_knob_keeps_every_live_value() {
+        let was = file(WAS);
+        let live = configured(&was, serde_json::from_str(LIVE).unwrap(), &[]);
+        // Another key of the file changed (the breaker), no knob did.
+        let now = file(&format!("{WAS}  breaker_failures: 9\n"));
+        let (knobs, replaced) = live.reloaded(&was, now, &[], |_| None);
+        assert_eq!((knobs, replaced), (live, Vec::<String>::new()));
+    }
+
+    #[test]
+    fn a_file_that_changes_every_knob_replaces_and_names_each_live_value() {
+        let was = file(WAS);
+        let live = configured(&was, serde_json::from_str(LIVE).unwrap(), &[]);
+        let now = file(NOW);
+        let (knobs, mut replaced) = live.reloaded(&was, now.clone(), &[], |_| None);
+        replaced.sort();
+        // A switch has two values: one changed both live and in the file came to the same value,
+        // so nothing live was replaced.
+        let numbers: Vec<String> = all_knobs()
+            .into_iter()
+            .filter(|key| !key.ends_with("_enabled"))
+            .collect();
+        assert_eq!(replaced, numbers, "every knob is decided and named");
+        assert_eq!(knobs, now);
+    }
+
+    #[test]
+    fn a_knob_never_set_live_follows_the_file_unnamed() {
+        let was = file(WAS);
+        let (knobs, replaced) = was.reloaded(&was, file(NOW), &[], |_| None);
+        assert_eq!((knobs, replaced), (file(NOW), Vec::<String>::new()));
+    }
+
+    /// Each case: the live knobs set by `/configure`, the file's change, the knobs expected in
+    /// force and the replaced names.
+    #[test]
+    fn the_later_change_wins_knob_by_knob() {
+        fn check(live: Value, was: &str, now: &str, expected: Value, replaced: &[&str]) {
+            let rows = [row("facts", 1.0, 0.0)];
+            let (was, now) = (file(was), file(now));
+            let live = configured(&was, live, &rows);
+            let (knobs, names) = live.reloaded(&was, now.clone(), &rows, |_| Some((1.0, 0.0)));
+            assert_eq!(names, replaced, "{expected}");
+            assert_eq!(knobs, configured(&now, expected, &rows), "{replaced:?}");
+        }
+        // The file changes another knob: the live one stays, the file's other one is taken.
+        check(
+            json!({"per_store_timeout_s": 2.0}),
+            "federation:\n  k: 60\n",
+            "federation:\n  k: 30\n",
+            json!({"per_store_timeout_s": 2.0}),
+            &[],
+        );
+        // The file changes that very knob: the file wins, and says so.
+        check(
+            json!({"per_store_timeout_s": 2.0}),
+            "federation:\n  per_store_timeout_s: 5\n",
+            "federation:\n  per_store_timeout_s: 7\n",
+            json!({}),
+            &["per_store_timeout_s"],
+        );
+        // The file comes to the live value: nothing was replaced.
+        check(
+            json!({"hops": 2}),
+            "federation:\n  hops: 1\n",
+            "federation:\n  hops: 2\n",
+            json!({}),
+            &[],
+        );
+        // A page cleared live (null) stays cleared while the file leaves it alone.
+        check(
+            json!({"budget_tokens": 0}),
+            "federation:\n  budget_tokens: 500\n",
+            "federation:\n  budget_tokens: 500\n  k: 9\n",
+            json!({"budget_tokens": 0}),
+            &[],
+        );
+        // A store's weight override stays while its entry's weight is unchanged.
+        check(
+            json!({"stores": [{"name": "facts", "weight": 3.0}]}),
+            "",
+            "federation:\n  k: 9\n",
+            json!({"stores": [{"name": "facts", "weight": 3.0}]}),
+            &[],
+        );
+    }
+
+    #[test]
+    fn a_store_override_gives_way_only_where_its_entry_changed() {
+        let was = file("");
+        let before = [row("facts", 1.0, 0.0)];
+        let live = configured(
+            &was,
+            json!({"stores": [{"name": "facts", "weight": 3.0, "floor": 0.5}]}),
+            &before,
+        );
+        let file_was = |_: &str| Some((1.0, 0.0));
+        // The entry's floor changed, its weight did not: the weight override stays.
+        let after = [row("facts", 1.0, 0.2)];
+        let (knobs, replaced) = live.reloaded(&was, was.clone(), &after, file_was);
+        assert_eq!(replaced, ["stores.facts.floor"]);
+        assert_eq!(
+            knobs.stores["facts"],
+            Override {
+                weight: Some(3.0),
+                floor: None
+            }
+        );
+        // A store that left takes its overrides along, unnamed (the reload says it is removed).
+        let (knobs, replaced) = live.reloaded(&was, was.clone(), &[], file_was);
+        assert!(
+            knobs.stores.is_empty() && replaced.is_empty(),
+            "{replaced:?}"
+        );
+    }
 }

@@ -43,9 +43,29 @@ pub const KEYCHAIN_WAIT: Duration = Duration::from_secs(10);
 /// the caller gets a 503 to retry rather than a request that hangs.
 pub const OVERLAY_LOCK_WAIT: Duration = Duration::from_secs(10);
 /// How often the config file and the overlay are looked at for a change (their size, time and
-/// inode; nothing is read until those move). A change is taken in once the file has stood still
-/// for one more look, so an editor's half-written save is not loaded: about half a second.
+/// inode; nothing is read until those move).
 pub const WATCH_EVERY: Duration = Duration::from_millis(250);
+/// How long a file written in place (same inode) must stand still before it is read: a writer
+/// that pauses mid-file (a slow copy, a script writing line by line, a sync client) leaves a
+/// half file that may well parse (YAML cut at a line boundary often does), and one look later
+/// was not enough (a 1.2 s pause got a half roster loaded). Two seconds is past the pauses seen,
+/// short enough for a hand edit. A file put in place whole (renamed over the config, a
+/// Kubernetes ConfigMap's symlink swap: a new inode) is complete by construction and is read one
+/// look after it stands still. No wait is proof against a writer slower still: save by rename.
+pub const CONFIG_SETTLE: Duration = Duration::from_secs(2);
+/// The largest config file read, at start and at reload: a file is hand-written, a few KiB; this
+/// holds `MAX_MAX_STORES` entries of 1 KiB each. Past it the file is refused unread (a bounded
+/// reader stops one byte past the cap), naming the cap: a 200 MB file once took 12 s to parse.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+/// The shortest duration any `*_s` setting takes (a store's `timeout_s`, `per_store_timeout_s`,
+/// the header timeout, the breaker's cooldowns), in the file and through `POST /configure`
+/// alike. No store answers within a millisecond, even on loopback, so a smaller value is a slip
+/// (milliseconds written as seconds) or a value that rounds to zero (`1e-300` became a 0 s
+/// timeout that failed every store call).
+pub const MIN_SECONDS: f64 = 0.001;
+/// The longest duration any `*_s` setting takes: an hour is past any store call or cooldown a
+/// person would wait for, and far inside what a `Duration` holds.
+pub const MAX_SECONDS: f64 = 3600.0;
 /// The largest token page (`budget_tokens`) a search or the config may ask for: far past any
 /// model's reading, small enough that the ask it sizes (one hit per 16 tokens) stays a few
 /// thousand hits.

@@ -3,16 +3,21 @@
 //!
 //! Both files are looked at every [`WATCH_EVERY`] by their stamp (size, time, inode), which works
 //! the same on a local disk, a shared volume and a Kubernetes ConfigMap (a symlink swapped whole),
-//! where change notifications do not all arrive. A change is taken in once the file has stood
-//! still for one more look. A config that does not load changes nothing: it is logged at warn and
-//! shown on `GET /stores` until a good one replaces it.
+//! where change notifications do not all arrive. A file is read only once it has stood still: a
+//! file put in place whole (a new inode: renamed over, a symlink swapped) for one more look, a file
+//! written in place for [`CONFIG_SETTLE`] from the last change seen (a writer pausing mid-file
+//! leaves a half file that may parse). Its stamp is taken again after the read, and a file that
+//! moved meanwhile is not loaded: it is read again once it stands still. A config that does not
+//! load changes nothing: it is logged at warn and shown on `GET /stores` until a good one
+//! replaces it.
 
 use crate::config::{Config, ConfigError};
 use crate::federation::{Federation, Reloaded};
-use crate::limits::WATCH_EVERY;
+use crate::limits::{CONFIG_SETTLE, WATCH_EVERY};
 use crate::overlay::{Stamp, stamp};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Reads the config again the way the process first read it (its command-line overrides
@@ -45,14 +50,18 @@ pub fn spawn(
                 _ = hangups.recv() => {
                     tracing::info!("SIGHUP: reading the config file again");
                     watched[0].settle();
-                    reload(&federation, &loader).await;
+                    if let Read::Moved(now) = read(&federation, &loader).await {
+                        watched[0].moved(now);
+                    }
                     watched[1].settle();
                     federation.refresh_overlay().await;
                 }
                 _ = tick.tick(), if watch => {
                     if watched[0].changed() {
                         tracing::info!(path = %watched[0].path.display(), "config file changed; reading it again");
-                        reload(&federation, &loader).await;
+                        if let Read::Moved(now) = read(&federation, &loader).await {
+                            watched[0].moved(now);
+                        }
                     }
                     if watched[1].changed() {
                         federation.refresh_overlay().await;
@@ -63,14 +72,42 @@ pub fn spawn(
     })
 }
 
-/// Loads the config again and, when it loads, puts it in force.
+/// Loads the config again and, when it loads, puts it in force; `None` when it did not (it was
+/// refused, or it changed while it was read).
 pub async fn reload(federation: &Federation, loader: &Loader) -> Option<Reloaded> {
+    match read(federation, loader).await {
+        Read::Loaded(done) => Some(done),
+        Read::Refused | Read::Moved(_) => None,
+    }
+}
+
+/// What came of reading the config file.
+enum Read {
+    Loaded(Reloaded),
+    Refused,
+    /// The file changed while it was read (its stamp now): what was read may be half of it, and
+    /// nothing was done with it, not even a refusal shown.
+    Moved(Option<Stamp>),
+}
+
+async fn read(federation: &Federation, loader: &Loader) -> Read {
     let running = federation.config();
+    let path = running.path.clone();
     let read = {
         let loader = loader.clone();
-        tokio::task::spawn_blocking(move || loader(&running)).await
+        tokio::task::spawn_blocking(move || {
+            let before = stamp(&running.path);
+            let read = loader(&running);
+            (before, read, stamp(&running.path))
+        })
+        .await
     };
-    let read = read.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()));
+    let (before, read, after) =
+        read.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()));
+    if before != after {
+        tracing::info!(path = %path.display(), "config file changed while it was read; not loaded, read again once it stands still (save by rename for instant pickup)");
+        return Read::Moved(after);
+    }
     match read {
         Ok(config) => {
             let done = federation.reload(config).await;
@@ -85,13 +122,13 @@ pub async fn reload(federation: &Federation, loader: &Loader) -> Option<Reloaded
             if !done.restart_needed.is_empty() {
                 tracing::warn!(settings = ?done.restart_needed, "the config file changes settings that take effect only at the next start; the running ones are kept");
             }
-            Some(done)
+            Read::Loaded(done)
         }
         Err(error) => {
             let error = error.to_string();
             tracing::warn!(%error, "config file not reloaded; the config last loaded stays in force");
             federation.reload_failed(error);
-            None
+            Read::Refused
         }
     }
 }
@@ -109,8 +146,12 @@ struct Watched {
     path: PathBuf,
     /// The stamp last taken in.
     seen: Option<Stamp>,
-    /// A new stamp seen once, waiting for the file to stand still.
-    pending: Option<Option<Stamp>>,
+    /// The stamp at the last look, and when it was first seen so.
+    last: Option<Stamp>,
+    since: Instant,
+    /// `last` came by a file put in place whole (a new inode where there was a file), which is
+    /// complete as it stands; a file written in place may be half written.
+    whole: bool,
 }
 
 impl Watched {
@@ -119,30 +160,46 @@ impl Watched {
         Self {
             path,
             seen,
-            pending: None,
+            last: seen,
+            since: Instant::now(),
+            whole: false,
         }
     }
 
-    /// Whether the file changed and has since stood still for one look.
+    /// Whether the file changed since it was last taken in and has since stood still: a file put
+    /// in place whole for one look, one written in place for [`CONFIG_SETTLE`] since the last
+    /// change seen. When it says yes the file is taken as read (see [`Watched::moved`]).
     fn changed(&mut self) -> bool {
         let now = stamp(&self.path);
-        if now == self.seen {
-            self.pending = None;
+        if now != self.last {
+            self.whole =
+                matches!((self.last, now), (Some(was), Some(now)) if was.replaced_by(&now));
+            self.last = now;
+            self.since = Instant::now();
             return false;
         }
-        if self.pending == Some(now) {
-            self.seen = now;
-            self.pending = None;
-            return true;
+        if now == self.seen || !(self.whole || self.since.elapsed() >= CONFIG_SETTLE) {
+            return false;
         }
-        self.pending = Some(now);
-        false
+        self.seen = now;
+        true
     }
 
     /// Takes the file as it stands as seen (it is being read now).
     fn settle(&mut self) {
         self.seen = stamp(&self.path);
-        self.pending = None;
+        self.last = self.seen;
+        self.since = Instant::now();
+        self.whole = false;
+    }
+
+    /// The file moved while it was read (`now` is its stamp after): a change written in place,
+    /// to be read once it has stood still again.
+    fn moved(&mut self, now: Option<Stamp>) {
+        self.seen = None;
+        self.last = now;
+        self.since = Instant::now();
+        self.whole = false;
     }
 }
 

@@ -26,13 +26,13 @@ pub use store::{
 };
 
 use crate::keychain::{Keychain, Pointer};
-use crate::limits::MAX_N_RESULTS;
+use crate::limits::{MAX_CONFIG_BYTES, MAX_N_RESULTS};
 use file::{FileFederation, FileServer};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use store::{non_blank, positive_seconds};
+use store::{checked_seconds, non_blank};
 
 /// The file name looked for in the working directory and in the platform config dir.
 pub const FILE_NAME: &str = "seren-corpus-callosum.yaml";
@@ -49,6 +49,12 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The file is larger than any config file ([`MAX_CONFIG_BYTES`]); it was not read past that.
+    #[error(
+        "config file {path}: larger than the {} MiB cap on a config file (MAX_CONFIG_BYTES); not read",
+        MAX_CONFIG_BYTES / (1024 * 1024)
+    )]
+    TooLarge { path: PathBuf },
     /// The file is not YAML of the expected shape (serde_yaml names the key, line and column).
     #[error("config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
@@ -361,16 +367,7 @@ impl Config {
         env: &Env,
         keychain: Option<Arc<Keychain>>,
     ) -> Result<Self, ConfigError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => Some(text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => {
-                return Err(ConfigError::Read {
-                    path: path.to_owned(),
-                    source,
-                });
-            }
-        };
+        let text = read_capped(path)?;
         let exists = text.is_some();
         let mut config = Self::parse_with(path, text.as_deref().unwrap_or(""), env, keychain)?;
         config.exists = exists;
@@ -565,6 +562,34 @@ impl Config {
     }
 }
 
+/// The config file's text, `None` when there is no file. Read through a bounded reader that stops
+/// one byte past [`MAX_CONFIG_BYTES`], so a huge file (or a device that never ends) costs a
+/// mebibyte, not its size; a file past the cap is refused, unread past it.
+fn read_capped(path: &Path) -> Result<Option<String>, ConfigError> {
+    use std::io::Read;
+    let failed = |source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(failed(source)),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(ConfigError::TooLarge {
+            path: path.to_owned(),
+        });
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|e| failed(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
 /// Checks a number against a range, naming the key when it is out of it.
 fn within<T: PartialOrd + fmt::Display + Copy>(
     key: &str,
@@ -582,7 +607,8 @@ fn within<T: PartialOrd + fmt::Display + Copy>(
     value
 }
 
-/// Seconds read as a duration, or the default (and a problem) when out of (0, 3600].
+/// Seconds read as a duration by the one rule ([`store::checked_seconds`]), or the default (and a
+/// problem naming `key`) when out of its range.
 fn seconds(
     key: &str,
     value: Option<f64>,
@@ -591,7 +617,7 @@ fn seconds(
 ) -> Duration {
     match value {
         None => default,
-        Some(s) => positive_seconds(s).unwrap_or_else(|why| {
+        Some(s) => checked_seconds(s).unwrap_or_else(|why| {
             problems.push(format!("{key} {why}"));
             default
         }),

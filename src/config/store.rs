@@ -313,7 +313,7 @@ impl RawStoreEntry {
             weight_and_floor(self.weight, self.floor).map_err(|(f, why)| field(f, why))?;
         let timeout = match self.timeout_s {
             None => None,
-            Some(t) => Some(positive_seconds(t).map_err(|why| field("timeout_s", why))?),
+            Some(t) => Some(checked_seconds(t).map_err(|why| field("timeout_s", why))?),
         };
         let token_keyring = match non_blank(&self.token_keyring) {
             None => None,
@@ -477,12 +477,24 @@ pub(super) fn non_blank(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
-pub(super) fn positive_seconds(seconds: f64) -> Result<Duration, String> {
-    if seconds.is_finite() && seconds > 0.0 && seconds <= 3600.0 {
+/// The one duration rule, for every `*_s` setting (a store's `timeout_s` here, the
+/// `federation:` and `server:` ones and `POST /configure` through `config::seconds`): a finite
+/// number of seconds within `MIN_SECONDS..=MAX_SECONDS` (see `limits`), so no value rounds to a
+/// zero `Duration`.
+pub(super) fn checked_seconds(seconds: f64) -> Result<Duration, String> {
+    use crate::limits::{MAX_SECONDS, MIN_SECONDS};
+    if seconds.is_finite() && (MIN_SECONDS..=MAX_SECONDS).contains(&seconds) {
         Ok(Duration::from_secs_f64(seconds))
     } else {
+        // `1e-300` is shown so, not as three hundred zeros.
+        let shown = seconds.to_string();
+        let shown = if shown.len() > 20 {
+            format!("{seconds:e}")
+        } else {
+            shown
+        };
         Err(format!(
-            "must be a number of seconds in (0, 3600], got {seconds}"
+            "must be a number of seconds within {MIN_SECONDS}..={MAX_SECONDS} (1 ms to an hour), got {shown}"
         ))
     }
 }

@@ -977,3 +977,99 @@ fn the_overlay_url_must_be_postgres_and_is_never_shown_with_its_password() {
         assert!(!error.contains("hunter2"), "{error}");
     }
 }
+
+/// The one duration rule, as every `*_s` key reads it: `(seconds, Ok(duration) or the error's
+/// words)`. A value that rounds to a zero `Duration` is refused, not stored as 0.
+#[test]
+fn every_duration_goes_through_one_rule_with_a_floor_and_a_ceiling() {
+    fn check(seconds: f64, expected: Result<Duration, &str>) {
+        match (store::checked_seconds(seconds), expected) {
+            (Ok(got), Ok(want)) => assert_eq!(got, want, "{seconds:e}"),
+            (Err(got), Err(want)) => assert!(got.contains(want), "{seconds:e}: {got}"),
+            (got, want) => panic!("{seconds:e}: got {got:?}, want {want:?}"),
+        }
+    }
+    let range = "must be a number of seconds within 0.001..=3600 (1 ms to an hour)";
+    check(5.0, Ok(Duration::from_secs(5)));
+    check(0.001, Ok(Duration::from_millis(1)));
+    check(0.25, Ok(Duration::from_millis(250)));
+    check(3600.0, Ok(Duration::from_secs(3600)));
+    check(1e-300, Err(&format!("{range}, got 1e-300")));
+    check(5e-324, Err(&format!("{range}, got 5e-324")));
+    check(0.0000001, Err(&format!("{range}, got 0.0000001")));
+    check(0.000999, Err(range));
+    check(0.0, Err(&format!("{range}, got 0")));
+    check(-0.0, Err(range));
+    check(-1.0, Err(&format!("{range}, got -1")));
+    check(3600.001, Err(range));
+    check(1e300, Err(&format!("{range}, got 1e300")));
+    check(f64::NAN, Err(&format!("{range}, got NaN")));
+    check(f64::INFINITY, Err(&format!("{range}, got inf")));
+}
+
+/// Each `*_s` key of the file is read through that rule, and named with its file and key.
+#[test]
+fn every_duration_key_of_the_file_refuses_what_rounds_to_zero() {
+    let store =
+        "federation:\n  stores:\n    - name: facts\n      type: seren_loci\n      url: http://x\n";
+    for (yaml, key) in [
+        (
+            format!("{store}      timeout_s: 1e-300\n"),
+            "store 'facts': timeout_s",
+        ),
+        (
+            "federation:\n  per_store_timeout_s: 0.0000001\n".to_owned(),
+            "federation.per_store_timeout_s",
+        ),
+        (
+            "federation:\n  breaker_cooldown_s: 1e-300\n".to_owned(),
+            "federation.breaker_cooldown_s",
+        ),
+        (
+            "federation:\n  breaker_max_cooldown_s: 1e-300\n".to_owned(),
+            "federation.breaker_max_cooldown_s",
+        ),
+        (
+            "server:\n  header_timeout_s: 0.0000001\n".to_owned(),
+            "server.header_timeout_s",
+        ),
+        (
+            "federation:\n  per_store_timeout_s: 86400\n".to_owned(),
+            "federation.per_store_timeout_s",
+        ),
+    ] {
+        let message = error(&yaml);
+        assert!(
+            message.contains("/etc/scc/seren-corpus-callosum.yaml")
+                && message.contains(key)
+                && message.contains("0.001..=3600"),
+            "{yaml}: {message}"
+        );
+    }
+}
+
+/// A config file past the cap is refused, read no further than one byte past it, naming the file
+/// and the cap; one at the cap is read.
+#[test]
+fn a_config_file_past_the_cap_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seren-corpus-callosum.yaml");
+    let head = "federation:\n  k: 7\n#";
+    let at_cap = format!(
+        "{head}{}",
+        " ".repeat(MAX_CONFIG_BYTES as usize - head.len())
+    );
+    std::fs::write(&path, &at_cap).unwrap();
+    assert_eq!(
+        Config::load_from(&path, &Env::none()).unwrap().federation.k,
+        7
+    );
+    std::fs::write(&path, format!("{at_cap} ")).unwrap();
+    let message = Config::load_from(&path, &Env::none())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains(&path.display().to_string()) && message.contains("1 MiB cap"),
+        "{message}"
+    );
+}

@@ -260,6 +260,14 @@ pub struct Stamp {
     inode: u64,
 }
 
+impl Stamp {
+    /// Whether `other` is another file put in this one's place (a rename over it, a symlink
+    /// swapped), not this file written again in place. Never on a system without inodes.
+    pub fn replaced_by(&self, other: &Stamp) -> bool {
+        cfg!(unix) && self.inode != other.inode
+    }
+}
+
 /// The file's stamp now. The path is followed through symlinks, so a Kubernetes ConfigMap (whose
 /// files are symlinks swapped whole) is seen changing too.
 pub fn stamp(path: &Path) -> Option<Stamp> {

@@ -74,7 +74,7 @@ async fn every_refusal_says_what_is_wrong() {
         (
             json!({"per_store_timeout_s": -1.0}),
             422,
-            "per_store_timeout_s must be a number of seconds in (0, 3600], got -1",
+            "per_store_timeout_s must be a number of seconds within 0.001..=3600 (1 ms to an hour), got -1",
         ),
         (
             json!({"authority_margin": 2.0}),
@@ -289,14 +289,27 @@ async fn knobs_say_live_file_and_default_and_never_a_secret() {
         .await
         .unwrap();
     assert_eq!(configured.status(), 200);
+    // `yaml` is the config in force: the file as last loaded, not as it stands on disk.
     std::fs::write(callosum.config_path(), yaml.replace("k: 40", "k: 50")).unwrap();
     let answer: Value = serde_json::from_str(&knobs().await).unwrap();
     let row = k(&answer);
     assert_eq!(
         (row["live"].clone(), row["yaml"].clone()),
-        (json!(20), json!(50))
+        (json!(20), json!(40))
     );
     assert_eq!(row["twiddled"], true);
+    // Loaded, the file's change of that very knob is the later change: it wins.
+    let loader: seren_corpus_callosum::reload::Loader = Arc::new(|running| running.reread());
+    seren_corpus_callosum::reload::reload(&callosum.federation, &loader)
+        .await
+        .unwrap();
+    let answer: Value = serde_json::from_str(&knobs().await).unwrap();
+    let row = k(&answer);
+    assert_eq!(
+        (row["live"].clone(), row["yaml"].clone()),
+        (json!(50), json!(50))
+    );
+    assert_eq!(row["twiddled"], false);
     // Both are behind the token.
     let (status, _) = callosum.get("/knobs").await;
     assert_eq!(status, 401);

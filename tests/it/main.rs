@@ -22,3 +22,4 @@ mod packet;
 mod refuse;
 mod reload;
 mod rest;
+mod settle;

@@ -223,10 +223,7 @@ async fn the_later_change_wins_between_configure_and_the_file() {
     let done = reload::reload(&callosum.federation, &loader())
         .await
         .unwrap();
-    assert!(
-        done.knobs_replaced.contains(&"stores.facts".to_owned()),
-        "{done:?}"
-    );
+    assert_eq!(done.knobs_replaced, ["stores.facts.weight"], "{done:?}");
     let (_, answer) = callosum.search("q", None).await;
     // k is still the live 10 (the file never changed it): 2 / (10 + 1).
     let score = answer["hits"][0]["score"].as_f64().unwrap();
