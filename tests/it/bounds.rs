@@ -341,6 +341,11 @@ async fn the_bytes_a_search_holds_are_bounded_and_said_so() {
     };
     let answers = futures_util::future::join_all((0..4).map(|_| search())).await;
     let peak = peak_rss_kib(server.pid());
+    eprintln!(
+        "peak RSS: {} MiB idle, {} MiB after four 64-store near-cap searches",
+        idle / 1024,
+        peak / 1024
+    );
     for answer in &answers {
         let dropped: Vec<_> = failed(answer)
             .into_iter()
@@ -350,11 +355,6 @@ async fn the_bytes_a_search_holds_are_bounded_and_said_so() {
         assert!(dropped.len() >= 56, "{} dropped", dropped.len());
         assert!(!answer["stores_searched"].as_array().unwrap().is_empty());
     }
-    eprintln!(
-        "peak RSS: {} MiB idle, {} MiB after four 64-store near-cap searches",
-        idle / 1024,
-        peak / 1024
-    );
     // Unbounded, four such searches peaked near 2 GB.
     assert!(peak < 512 * 1024, "peak RSS {} MiB", peak / 1024);
     drop(server);
