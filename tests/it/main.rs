@@ -18,5 +18,6 @@ mod mcp_store;
 mod metrics;
 mod overlay;
 mod packet;
+mod redact;
 mod reload;
 mod rest;
