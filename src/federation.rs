@@ -472,7 +472,7 @@ impl Federation {
             match answer {
                 Ok(hits) => Some((bound.name.clone(), hits)),
                 Err(why) => {
-                    tracing::debug!(store = %bound.name, reason = %why, "no topic edges");
+                    tracing::debug!(store = %bound.name, reason = %why.public(), "no topic edges");
                     None
                 }
             }
@@ -867,7 +867,7 @@ impl<'a> Round<'a> {
                     // Per search at debug only: the first failure of a run, and the breaker's
                     // openings, are logged at warn by `health`, so a dead store does not write
                     // a line per search.
-                    tracing::debug!(store = %bound.name, reason = %why, "store gave nothing");
+                    tracing::debug!(store = %bound.name, reason = %why.public(), "store gave nothing");
                     collected.failed.push(NameReason {
                         name: bound.name.clone(),
                         reason: why.to_string(),
@@ -947,12 +947,24 @@ impl std::fmt::Display for Unanswered {
     }
 }
 
+impl Unanswered {
+    /// The reason for the log: a call's failure in its public words ([`store::Failure::public`]).
+    fn public(&self) -> String {
+        match self {
+            Unanswered::Call(failure) => failure.public(),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// What a call's result means to the store's health record.
 fn outcome(result: &Result<Vec<store::Hit>, store::Failure>) -> Outcome {
     match result {
         Ok(_) => Outcome::Answered,
-        Err(failure) if failure.blames_the_request() => Outcome::Refused(failure.to_string()),
-        Err(failure) => Outcome::Failed(failure.to_string()),
+        // The record is read by everyone (the health page, other searches' `circuit open`):
+        // it keeps the public words, never a store's own text.
+        Err(failure) if failure.blames_the_request() => Outcome::Refused(failure.public()),
+        Err(failure) => Outcome::Failed(failure.public()),
     }
 }
 

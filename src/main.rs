@@ -144,6 +144,12 @@ fn main() -> ExitCode {
 
 /// Logs go to stderr only (stdout belongs to MCP in stdio mode and to `search` output).
 /// `SEREN_SCC_LOG` takes a tracing filter such as `debug` or `info,seren_corpus_callosum=debug`.
+///
+/// rmcp's own lines are never written, whatever the filter asks: they quote what rmcp was given
+/// and got (at ERROR, a store's url with its user-info and query inside a reqwest error; at WARN
+/// and below, a body that is not JSON-RPC, a server's notifications, the requests and answers of
+/// a session, queries among them). The callosum logs every store failure itself, in words that
+/// carry no value (`Failure::public`), and its own MCP edge's refusals likewise.
 fn init_logging(default: &str) {
     use std::io::IsTerminal;
     let filter = std::env::var("SEREN_SCC_LOG")
@@ -154,6 +160,9 @@ fn init_logging(default: &str) {
                 .parse()
                 .unwrap_or_else(|_| tracing_subscriber::filter::Targets::new())
         });
+    let no_rmcp = tracing_subscriber::filter::Targets::new()
+        .with_default(tracing::Level::TRACE)
+        .with_target("rmcp", tracing_subscriber::filter::LevelFilter::OFF);
     use tracing_subscriber::prelude::*;
     tracing_subscriber::registry()
         .with(
@@ -163,6 +172,7 @@ fn init_logging(default: &str) {
                 .with_target(false),
         )
         .with(filter)
+        .with(no_rmcp)
         .init();
 }
 

@@ -457,20 +457,19 @@ impl StoreUrl {
 }
 
 /// Any url fit for a message: `scheme://[***@]host[:port]/path[?***]` (no user, password or
-/// query value is ever shown).
+/// query value is ever shown). It reads the parsed url's parts, so an IPv6 host (`[::1]`), a
+/// user-info with `@` or `:` in it, or a query after a `]` are taken apart as the url is called.
 pub fn shown(url: &url::Url) -> String {
-    {
-        let user_info = if url.username().is_empty() && url.password().is_none() {
-            ""
-        } else {
-            "***@"
-        };
-        let host = url.host_str().unwrap_or_default();
-        let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
-        let path = url.path().trim_end_matches('/');
-        let query = if url.query().is_some() { "?***" } else { "" };
-        format!("{}://{user_info}{host}{port}{path}{query}", url.scheme())
-    }
+    let user_info = if url.username().is_empty() && url.password().is_none() {
+        ""
+    } else {
+        "***@"
+    };
+    let host = url.host_str().unwrap_or_default();
+    let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+    let path = url.path().trim_end_matches('/');
+    let query = if url.query().is_some() { "?***" } else { "" };
+    format!("{}://{user_info}{host}{port}{path}{query}", url.scheme())
 }
 
 pub(super) fn non_blank(value: &Option<String>) -> Option<&str> {
@@ -496,5 +495,58 @@ pub(super) fn checked_seconds(seconds: f64) -> Result<Duration, String> {
         Err(format!(
             "must be a number of seconds within {MIN_SECONDS}..={MAX_SECONDS} (1 ms to an hour), got {shown}"
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_user_info_or_query() {
+        let check = |text: &str, expected: &str| {
+            let url = url::Url::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let seen = shown(&url);
+            assert_eq!(seen, expected, "{text}");
+            for secret in ["PASSW0RD", "SECRETKEY", "user"] {
+                assert!(!seen.contains(secret), "{text} shows {secret}: {seen}");
+            }
+        };
+        check("http://127.0.0.1:8080/mcp", "http://127.0.0.1:8080/mcp");
+        check("http://[::1]:8080/mcp", "http://[::1]:8080/mcp");
+        check(
+            "http://user:PASSW0RD@[::1]:8080/mcp?api_key=SECRETKEY",
+            "http://***@[::1]:8080/mcp?***",
+        );
+        check(
+            "http://user:PASSW0RD@127.0.0.1:8080/mcp?api_key=SECRETKEY",
+            "http://***@127.0.0.1:8080/mcp?***",
+        );
+        check(
+            "http://[::1]/mcp?api_key=SECRETKEY]x",
+            "http://[::1]/mcp?***",
+        );
+        check(
+            "http://[2001:db8::7]:9/a/b/?k=SECRETKEY&x=1",
+            "http://[2001:db8::7]:9/a/b?***",
+        );
+        check("http://user@host.example/", "http://***@host.example");
+        check("http://:PASSW0RD@host.example", "http://***@host.example");
+        check(
+            "http://us%40er:PASS%3AW0RD@host.example/p",
+            "http://***@host.example/p",
+        );
+        // The scheme's own port is not written; any other is.
+        check("https://host.example:443/s", "https://host.example/s");
+        check("http://host.example:443/s", "http://host.example:443/s");
+        // An empty query still hides that there is one.
+        check("http://host.example/s?", "http://host.example/s?***");
+        check("https://HOST.example", "https://host.example");
+    }
+
+    #[test]
+    fn a_store_url_is_shown_as_shown_says() {
+        let url = StoreUrl::parse("http://user:PASSW0RD@[::1]:9/mcp/?api_key=SECRETKEY").unwrap();
+        assert_eq!(url.shown(), "http://***@[::1]:9/mcp?***");
     }
 }

@@ -33,9 +33,12 @@ pub enum Failure {
     TooLarge(usize),
     /// The body is not the JSON the protocol expects.
     Decode(String),
-    /// An MCP server could not be started or reached, or its session ended; in words.
+    /// An MCP server could not be started or reached, or its session ended; in words of the
+    /// callosum's own (kinds, statuses, exit codes), never a text the server or a library wrote.
     Mcp(String),
     /// An MCP tool answered with an error (`isError`, or a JSON-RPC error): the server is up.
+    /// The text is the server's own and may quote the query: only the search that met it sees it
+    /// (see [`Failure::public`]).
     Tool(String),
     /// The answer was dropped: keeping it would have taken the search, or the process, past its
     /// bound on the bytes of store answers held (`ledger`). Not the store's fault.
@@ -51,6 +54,17 @@ impl Failure {
             self,
             Failure::Status(400 | 413 | 414 | 422) | Failure::Tool(_) | Failure::Memory(_)
         )
+    }
+
+    /// The reason for every reader but the search that met it: the store's health record (and
+    /// so `GET /health/stores` and the `circuit open` reason other searches get) and the log.
+    /// It is the `Display` text but for a tool's error, whose words are the server's and may
+    /// quote the query; every other kind is worded without values already.
+    pub fn public(&self) -> String {
+        match self {
+            Failure::Tool(_) => "tool error (its text went only to the search that met it)".into(),
+            other => other.to_string(),
+        }
     }
 }
 

@@ -19,6 +19,7 @@ mod mcp_store;
 mod metrics;
 mod overlay;
 mod packet;
+mod redact;
 mod refuse;
 mod reload;
 mod rest;

@@ -478,7 +478,7 @@ def case_unknown_tool(peers: Peers) -> str:
     reasons = {f["name"]: f["reason"] for f in answer["failed"]}
     check("no-tool" in reasons, f"the store with an unknown tool is not in failed: {answer['failed']}")
     sdk = peers.tool_names(peers.graph_transport)
-    expected = f"unknown tool 'no_such_tool'; the server has: {', '.join(sdk)}"
+    expected = f"unknown tool 'no_such_tool'; the server lists {len(sdk)} other tools"
     check(expected in reasons["no-tool"], f"reason {reasons['no-tool']!r}, expected it to hold {expected!r}")
     check(of(answer, "facts-rest"), "the other store's hits are gone")
     return f"failed: {reasons['no-tool']!r}; facts-rest still answered"

@@ -11,8 +11,10 @@
 //! cannot start or whose session ends is started again by the next search: at once the first
 //! time, then after a growing back-off; the breaker stands in front of all of it.
 //!
-//! Every failure is a [`Failure`] in words, never a hang past the store's timeout, and never a
-//! url (a reqwest error quotes the url it called; [`scrub`] takes it out).
+//! Every failure is a [`Failure`] in words, never a hang past the store's timeout. Its words are
+//! the callosum's own ([`cause`] names an error's kind, never its text, which may quote the url
+//! called or what the server sent), but for a tool's error: that text is the server's, and only
+//! the search that met it sees it ([`Failure::public`] is what the health page and the log get).
 
 use super::Spec;
 use super::map::Mapping;
@@ -141,7 +143,7 @@ impl McpStore {
         let inner = self.inner.clone();
         tokio::spawn(async move {
             if let Err(why) = inner.session().await {
-                tracing::warn!(store = %inner.store, reason = %why, "mcp server not started");
+                tracing::warn!(store = %inner.store, reason = %why.public(), "mcp server not started");
             }
         });
     }
@@ -260,7 +262,9 @@ impl Inner {
                 Ok(session) => {
                     tracing::info!(store = %store, tools = session.tools.len(), "mcp server up")
                 }
-                Err(why) => tracing::warn!(store = %store, reason = %why, "mcp server not started"),
+                Err(why) => {
+                    tracing::warn!(store = %store, reason = %why.public(), "mcp server not started")
+                }
             }
             // A store removed meanwhile is gone: the session drops with this task.
             if let Some(inner) = weak.upgrade() {
@@ -269,7 +273,14 @@ impl Inner {
             started
         });
         task.map(|joined| {
-            joined.unwrap_or_else(|join| Err(Failure::Mcp(format!("the start stopped: {join}"))))
+            joined.unwrap_or_else(|join| {
+                let how = if join.is_panic() {
+                    "panicked"
+                } else {
+                    "was cancelled"
+                };
+                Err(Failure::Mcp(format!("the start {how}")))
+            })
         })
         .boxed()
         .shared()
@@ -378,10 +389,10 @@ impl Session {
         if self.tools.iter().any(|t| t.name == name) {
             return Ok(());
         }
-        let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
+        // The names are the server's words: `check` lists them, a reason only counts them.
         Err(Failure::Mcp(format!(
-            "unknown tool '{name}'; the server has: {}",
-            cut(&names.join(", "), 300)
+            "unknown tool '{name}'; the server lists {} other tools (`seren-corpus-callosum check` names them)",
+            self.tools.len()
         )))
     }
 }
@@ -532,39 +543,124 @@ fn not_logged(store: &str, dropped: u64) {
     }
 }
 
-/// What went wrong, in words: the innermost cause of `error` (the outer layers name rmcp's
-/// transport types, not the problem), without any url.
-fn cause(error: &dyn std::error::Error) -> String {
-    let mut inner = error;
-    while let Some(source) = inner.source() {
-        inner = source;
-    }
-    let text = inner.to_string();
-    // rmcp words a transport failure as `Send message error Transport [<its Rust type>] error:
-    // <what happened>`: only what happened is worth reading.
-    let text = match text.split_once("] error: ") {
-        Some((_, what)) => what,
-        None => &text,
-    };
-    scrub(text)
+/// What went wrong, in the callosum's own words: the kind of error rmcp, reqwest or the system
+/// met, never its text. Their texts quote what they were given and got: reqwest the url it
+/// called (user-info and query included), rmcp a preview of a body that is not JSON-RPC or a
+/// JSON-RPC error's message, serde a value it could not read. The server may have put the query
+/// in any of them, and the reason goes to the health page and the log, so nothing is copied.
+fn cause(error: &(dyn std::error::Error + 'static)) -> String {
+    words(error).unwrap_or_else(|| "the transport failed".into())
 }
 
-/// An error's text without any url in it (reqwest quotes the url it called, query included).
-fn scrub(text: &str) -> String {
-    let words: Vec<String> = text
-        .split(' ')
-        .map(|word| {
-            let Some(at) = word.find("http://").or_else(|| word.find("https://")) else {
-                return word.to_owned();
-            };
-            // The url ends at the punctuation around it, which stays.
-            let end = word[at..]
-                .find([')', ']', '>', '"', '\'', ','])
-                .map_or(word.len(), |end| at + end);
-            format!("{}<url>{}", &word[..at], &word[end..])
+/// The words for the first error in `error`'s chain whose type is known.
+fn words(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use rmcp::service::ClientInitializeError as Init;
+    use rmcp::transport::DynamicTransportError;
+    if let Some(init) = error.downcast_ref::<Init>() {
+        return Some(match init {
+            // rmcp holds the transport's error in a field it does not name as the source.
+            Init::TransportError { error, .. } => return words(error),
+            Init::ConnectionClosed(_) => "the server closed the connection".into(),
+            Init::JsonRpcError(error) => {
+                format!("the server refused initialize (code {})", error.code.0)
+            }
+            Init::ExpectedInitResponse(_) | Init::ExpectedInitResult(_) => {
+                "the server's answer is not an initialize result".into()
+            }
+            Init::ConflictInitResponseId(..) | Init::UncorrelatedErrorResponse { .. } => {
+                "the server answered with another request's id".into()
+            }
+            Init::NoCompatibleProtocolVersion { .. } => {
+                "the server speaks no protocol version the callosum does".into()
+            }
+            Init::Cancelled => "cancelled".into(),
+            _ => "the server could not be initialized".into(),
+        });
+    }
+    if let Some(service) = error.downcast_ref::<ServiceError>() {
+        return Some(match service {
+            ServiceError::TransportSend(error) => return words(error),
+            ServiceError::McpError(error) => {
+                format!("the server answered an error (code {})", error.code.0)
+            }
+            ServiceError::TransportClosed => "the server closed the session".into(),
+            ServiceError::UnexpectedResponse => {
+                "the server answered with the wrong kind of response".into()
+            }
+            ServiceError::Timeout { timeout } => Failure::Timeout(*timeout).to_string(),
+            ServiceError::Cancelled { .. } => "cancelled".into(),
+            _ => "the call failed".into(),
+        });
+    }
+    if let Some(transport) = error.downcast_ref::<DynamicTransportError>() {
+        return words(transport.error.as_ref());
+    }
+    if let Some(words) = http_words(error) {
+        return Some(words);
+    }
+    if let Some(io) = error.downcast_ref::<std::io::Error>() {
+        // The kind's own words ("connection refused"), never the message an error may carry.
+        return Some(io.kind().to_string());
+    }
+    if let Some(json) = error.downcast_ref::<serde_json::Error>() {
+        return Some(format!(
+            "the server's answer is not JSON-RPC (line {}, column {})",
+            json.line(),
+            json.column()
+        ));
+    }
+    error.source().and_then(words)
+}
+
+/// The words for rmcp's HTTP transport error, `StreamableHttpError<E>`. `E` is the error of the
+/// reqwest rmcp calls with, a major version apart from the callosum's own and so a type this
+/// crate cannot name: it is fixed here by the constructor [`connect`] calls.
+fn http_words(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClient;
+    fn of<C: StreamableHttpClient>(
+        _built_by: fn(StreamableHttpClientTransportConfig) -> StreamableHttpClientTransport<C>,
+        error: &(dyn std::error::Error + 'static),
+    ) -> Option<String> {
+        use rmcp::transport::streamable_http_client::StreamableHttpError as Http;
+        let http = error.downcast_ref::<Http<C::Error>>()?;
+        Some(match http {
+            // The client's error: its source chain ends in an IO error (refused, reset) or not.
+            Http::Client(error) => {
+                return words(error).or_else(|| Some("the request failed".into()));
+            }
+            Http::Io(error) => return words(error),
+            Http::HttpStatus(status) => format!("status {}", status.status),
+            // rmcp words a refused POST as `HTTP <status>: <the body>`; only the status is kept.
+            Http::UnexpectedServerResponse(text) => match status_in(text) {
+                Some(code) => format!("status {code}"),
+                None => "the server's answer is not JSON-RPC".into(),
+            },
+            Http::UnexpectedContentType(_) => {
+                "the server's answer is neither JSON nor an event stream".into()
+            }
+            Http::ResponseBodyTooLarge { max_size } => Failure::TooLarge(*max_size).to_string(),
+            Http::Deserialize(_) => "the server's answer is not JSON-RPC".into(),
+            Http::Sse(_) | Http::UnexpectedEndOfStream => {
+                "the server's event stream broke off".into()
+            }
+            Http::SessionExpired => "the server expired the session".into(),
+            Http::AuthRequired(_) => "the server asks for authorization (status 401)".into(),
+            Http::InsufficientScope(_) => "the token's scope is not enough (status 403)".into(),
+            _ => "the transport failed".into(),
         })
-        .collect();
-    cut(&words.join(" "), 200)
+    }
+    of(StreamableHttpClientTransport::from_config, error)
+}
+
+/// The status of rmcp's `HTTP 404 Not Found: ...` (its words for a POST answered with an error
+/// status): the three digits after `HTTP `, nothing else of the text.
+fn status_in(text: &str) -> Option<u16> {
+    let digits = text.strip_prefix("HTTP ")?.get(..3)?;
+    digits
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| digits.parse().ok())
+        .flatten()
 }
 
 #[cfg(test)]
@@ -579,13 +675,78 @@ mod tests {
     }
 
     #[test]
-    fn a_scrubbed_error_has_no_url() {
-        let text = "error sending request for url (http://user:pw@host:9/mcp?key=SECRET): connection refused";
-        let clean = scrub(text);
-        assert_eq!(
-            clean,
-            "error sending request for url (<url>): connection refused"
+    fn a_status_is_read_from_rmcp_words_and_nothing_else() {
+        let check =
+            |text: &str, expected: Option<u16>| assert_eq!(status_in(text), expected, "{text}");
+        check("HTTP 404 Not Found: ", Some(404));
+        check(
+            "HTTP 500 Internal Server Error: no results for 'SECRET'",
+            Some(500),
         );
-        assert!(!clean.contains("SECRET"));
+        check("HTTP 5", None);
+        check("HTTP abc: 404", None);
+        check("could not parse JSON response: HTTP 404", None);
+        check("", None);
+    }
+
+    /// rmcp's HTTP transport errors quoting `secret`, and their words (`E` is fixed by the
+    /// constructor, as in [`http_words`]).
+    fn http_errors<C: rmcp::transport::streamable_http_client::StreamableHttpClient>(
+        _built_by: fn(StreamableHttpClientTransportConfig) -> StreamableHttpClientTransport<C>,
+        secret: &str,
+    ) -> Vec<(Box<dyn std::error::Error>, &'static str)> {
+        use rmcp::transport::streamable_http_client::StreamableHttpError as Http;
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, secret.to_owned());
+        let errors: Vec<(Http<C::Error>, &str)> = vec![
+            (
+                Http::UnexpectedServerResponse(secret.to_owned().into()),
+                "the server's answer is not JSON-RPC",
+            ),
+            (
+                Http::UnexpectedServerResponse(format!("HTTP 502 Bad Gateway: {secret}").into()),
+                "status 502",
+            ),
+            (
+                Http::UnexpectedContentType(Some(secret.to_owned())),
+                "the server's answer is neither JSON nor an event stream",
+            ),
+            (Http::Io(refused), "connection refused"),
+            (Http::SessionExpired, "the server expired the session"),
+        ];
+        errors
+            .into_iter()
+            .map(|(error, words)| (Box::new(error) as Box<dyn std::error::Error>, words))
+            .collect()
+    }
+
+    #[test]
+    fn an_error_is_worded_by_its_kind_never_by_its_text() {
+        let check = |error: &(dyn std::error::Error + 'static), expected: &str| {
+            assert_eq!(cause(error), expected);
+        };
+        let secret = "http://user:PASSW0RD@[::1]:9/mcp?api_key=SECRETKEY no results for 'SECRET'";
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, secret);
+        check(&refused, "connection refused");
+        for (error, expected) in http_errors(StreamableHttpClientTransport::from_config, secret) {
+            check(error.as_ref(), expected);
+        }
+        let json = serde_json::from_str::<u32>(&format!("\"{secret}\"")).unwrap_err();
+        assert!(
+            json.to_string().contains("SECRET"),
+            "serde quotes the value: {json}"
+        );
+        check(
+            &json,
+            "the server's answer is not JSON-RPC (line 1, column 76)",
+        );
+        #[derive(Debug)]
+        struct Unknown;
+        impl std::fmt::Display for Unknown {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("no results for 'SECRET'")
+            }
+        }
+        impl std::error::Error for Unknown {}
+        check(&Unknown, "the transport failed");
     }
 }

@@ -1,7 +1,9 @@
 //! A scriptable MCP server for the `mcp` store's fault tests: rmcp's own server over streamable
 //! HTTP on a loopback port (a real MCP server, speaking the real protocol), whose tools misbehave
-//! on purpose: one answers hits, one plain text, one an error result, one never answers. Its
-//! sessions can be made to expire after a short idle time, and it counts the sessions opened.
+//! on purpose: one answers hits, one plain text, one an error result, one never answers, and two
+//! quote the query in an error (a result, a JSON-RPC error). Its sessions can be made to expire
+//! after a short idle time, and it counts the sessions opened. [`EchoServer`] speaks JSON-RPC by
+//! hand up to the tool call, and answers that with something that is not JSON-RPC.
 
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities, ServerConfig,
@@ -53,6 +55,21 @@ impl Probe {
     #[tool(name = "broken", description = "Always fails.")]
     async fn broken(&self, _args: JsonObject) -> Result<CallToolResult, String> {
         Err("the index is offline".into())
+    }
+
+    /// Answers an error result that quotes the query (as a server's "nothing found" may).
+    #[tool(name = "echo_error", description = "Fails, quoting the query.")]
+    async fn echo_error(&self, args: JsonObject) -> Result<CallToolResult, String> {
+        Err(format!("no results for '{}'", query_of(&args)))
+    }
+
+    /// Answers a JSON-RPC error whose message quotes the query.
+    #[tool(name = "refuse", description = "Refuses, quoting the query.")]
+    async fn refuse(&self, args: JsonObject) -> Result<CallToolResult, rmcp::ErrorData> {
+        Err(rmcp::ErrorData::invalid_params(
+            format!("no results for '{}'", query_of(&args)),
+            None,
+        ))
     }
 
     /// Never answers.
@@ -114,5 +131,95 @@ impl ProbeServer {
     /// How many sessions clients have opened.
     pub fn sessions(&self) -> usize {
         self.sessions.load(Ordering::SeqCst)
+    }
+}
+
+/// How [`EchoServer`] answers a `tools/call`: each quotes the call's `query` argument.
+#[derive(Clone, Copy, Debug)]
+pub enum Echo {
+    /// 200, `application/json`, a JSON object that is not a JSON-RPC message.
+    Json,
+    /// 500, `application/json`, the same object.
+    Status,
+    /// 200, `text/plain`, the query in prose.
+    Text,
+}
+
+impl Echo {
+    fn path(self) -> &'static str {
+        match self {
+            Echo::Json => "json",
+            Echo::Status => "status",
+            Echo::Text => "text",
+        }
+    }
+}
+
+/// An MCP server over streamable HTTP written by hand: it answers `initialize` and `tools/list`
+/// (one tool, `find`) as JSON, any notification with 202, and a `tools/call` at
+/// `/{json,status,text}/mcp` as [`Echo`] says. Stopped when dropped.
+pub struct EchoServer {
+    base: String,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+impl EchoServer {
+    pub async fn start() -> Self {
+        use axum::routing::post;
+        let mut router = axum::Router::new();
+        for echo in [Echo::Json, Echo::Status, Echo::Text] {
+            router = router.route(
+                &format!("/{}/mcp", echo.path()),
+                post(move |body: axum::Json<Value>| echo_answer(echo, body.0)),
+            );
+        }
+        let stop = CancellationToken::new();
+        let base = super::serve_loopback(router, stop.clone()).await;
+        Self {
+            base,
+            _stop: stop.drop_guard(),
+        }
+    }
+
+    /// The MCP endpoint answering a tool call as `echo` says.
+    pub fn url(&self, echo: Echo) -> String {
+        format!("{}/{}/mcp", self.base, echo.path())
+    }
+}
+
+async fn echo_answer(echo: Echo, message: Value) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let json = |value: Value| axum::Json(value).into_response();
+    let Some(id) = message.get("id").cloned() else {
+        return StatusCode::ACCEPTED.into_response();
+    };
+    match message["method"].as_str().unwrap_or_default() {
+        "initialize" => json(json!({"jsonrpc": "2.0", "id": id, "result": {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "echo", "version": "1.0.0"}}})),
+        "tools/list" => json(json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+            {"name": "find", "inputSchema": {"type": "object"}}]}})),
+        "tools/call" => {
+            let query = message["params"]["arguments"]["query"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let echoed = json!({"error": format!("no results for '{query}'"), "query": query});
+            match echo {
+                Echo::Json => json(echoed),
+                Echo::Status => {
+                    (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(echoed)).into_response()
+                }
+                Echo::Text => (
+                    [("content-type", "text/plain")],
+                    format!("no results for '{query}'"),
+                )
+                    .into_response(),
+            }
+        }
+        _ => json(json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32601, "message": "method not found"}})),
     }
 }
