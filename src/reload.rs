@@ -4,9 +4,10 @@
 //! Both files are looked at every [`WATCH_EVERY`] by their stamp (size, time, inode), which works
 //! the same on a local disk, a shared volume and a Kubernetes ConfigMap (a symlink swapped whole),
 //! where change notifications do not all arrive. A file is read only once it has stood still: a
-//! file put in place whole (a new inode: renamed over, a symlink swapped) for one more look, a file
-//! written in place for [`CONFIG_SETTLE`] from the last change seen (a writer pausing mid-file
-//! leaves a half file that may parse). Its stamp is taken again after the read, and a file that
+//! file put in place whole (a new inode: renamed over, a symlink swapped) for one more look, a
+//! config file written in place (or newly made) for [`CONFIG_SETTLE`] from the last change seen (a
+//! writer pausing mid-file leaves a half file that may parse). The overlay is always written
+//! whole, by rename, and is read one look after it stands still. Its stamp is taken again after the read, and a file that
 //! moved meanwhile is not loaded: it is read again once it stands still. A config that does not
 //! load changes nothing: it is logged at warn and shown on `GET /stores` until a good one
 //! replaces it.
@@ -17,7 +18,7 @@ use crate::limits::{CONFIG_SETTLE, WATCH_EVERY};
 use crate::overlay::{Stamp, stamp};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// Reads the config again the way the process first read it (its command-line overrides
@@ -34,8 +35,11 @@ pub fn spawn(
     let config = federation.config();
     let watch = config.server.watch;
     let mut watched = [
-        Watched::new(config.path.clone()),
-        Watched::new(config.overlay_path.clone()),
+        Watched::new(config.path.clone(), CONFIG_SETTLE),
+        // The overlay is written whole (a temp file renamed into place, by this process and
+        // every other sharing it), and one that does not parse is refused and kept as it is:
+        // it is read one look after it stands still, as a file put in place whole.
+        Watched::new(config.overlay_path.clone(), Duration::ZERO),
     ];
     let mut hangups = hangups();
     // A PostgreSQL overlay says when it changed (LISTEN/NOTIFY); a file is looked at.
@@ -152,10 +156,12 @@ struct Watched {
     /// `last` came by a file put in place whole (a new inode where there was a file), which is
     /// complete as it stands; a file written in place may be half written.
     whole: bool,
+    /// How long a file written in place must stand still before it is read.
+    stand_still: Duration,
 }
 
 impl Watched {
-    fn new(path: PathBuf) -> Self {
+    fn new(path: PathBuf, stand_still: Duration) -> Self {
         let seen = stamp(&path);
         Self {
             path,
@@ -163,6 +169,7 @@ impl Watched {
             last: seen,
             since: Instant::now(),
             whole: false,
+            stand_still,
         }
     }
 
@@ -178,7 +185,7 @@ impl Watched {
             self.since = Instant::now();
             return false;
         }
-        if now == self.seen || !(self.whole || self.since.elapsed() >= CONFIG_SETTLE) {
+        if now == self.seen || !(self.whole || self.since.elapsed() >= self.stand_still) {
             return false;
         }
         self.seen = now;
