@@ -32,6 +32,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use std::fmt;
 use std::process::Stdio;
@@ -434,7 +435,11 @@ async fn connect(store: &str, link: &Link) -> Result<Session, Failure> {
             if let Some(stderr) = child.stderr.take() {
                 log_stderr(store.to_owned(), stderr);
             }
-            match client_config().serve((stdout, stdin)).await {
+            // A line of the server's is one answer: capped like an HTTP store's body (rmcp's
+            // own default is 16 MiB), so an MCP answer over stdio holds no more than one over HTTP.
+            let transport = AsyncRwTransport::<RoleClient, _, _>::new(stdout, stdin)
+                .with_max_line_length(DEFAULT_BODY_CAP);
+            match client_config().serve(transport).await {
                 Ok(service) => (service, Some(child)),
                 Err(error) => {
                     let why = cause(&error);
