@@ -101,8 +101,9 @@ pub struct SearchAnswer {
     pub failed: Vec<NameReason>,
     /// The stores that were never asked (unknown type, invalid entry), with why.
     pub skipped: Vec<NameReason>,
-    /// What the search left undone to stay within its bounds (a hop round or the topic edges
-    /// its call budget or deadline had no room for), in words; absent when it did everything.
+    /// What the search could not do, in words: nothing to search (no store fanned), or what it
+    /// left undone to stay within its bounds (a hop round or the topic edges its call budget or
+    /// deadline had no room for); absent when it did everything.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }

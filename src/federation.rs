@@ -298,6 +298,9 @@ impl Federation {
         let rows = first.rank(&cut);
         let (ranked, ranked_cost) = (rows.len(), packet_cost(rows.iter().map(|r| &r.hit)));
         let mut notes = Vec::new();
+        if fan.bound.is_empty() {
+            notes.push(self.nothing_fanned(&fan));
+        }
         let rows = self
             .follow(
                 &round,
@@ -318,6 +321,23 @@ impl Federation {
             skipped: fan.skipped(),
             notes,
         })
+    }
+
+    /// Why a search over no stores found nothing, in words a model can act on.
+    fn nothing_fanned(&self, fan: &Fan) -> String {
+        if fan.rows.is_empty() {
+            format!(
+                "no stores are configured, so nothing was searched: add one with the add_store \
+                 tool (or POST /stores), or under federation.stores in {}",
+                self.config().path.display()
+            )
+        } else {
+            format!(
+                "no store was searched: the {} configured are disabled or skipped (list_stores \
+                 says why)",
+                fan.rows.len()
+            )
+        }
     }
 
     /// What follows the first round's ranked `rows` [5.3]: hop hits, then satellite and

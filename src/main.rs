@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use seren_corpus_callosum::api::StoreStatus;
 use seren_corpus_callosum::chain::Chain;
-use seren_corpus_callosum::config::{Config, Exposure};
+use seren_corpus_callosum::config::{self, Config, Exposure};
 use seren_corpus_callosum::federation::Federation;
 use seren_corpus_callosum::http::{self, AppState};
 use seren_corpus_callosum::text::{cut, printable};
@@ -55,6 +55,9 @@ enum Command {
     Demo(ServeArgs),
     /// Serve MCP on stdin/stdout, for hosts that spawn the server (Claude Desktop, VS Code, ...).
     Stdio(StdioArgs),
+    /// Write a commented starter config (at --config, else the platform config dir), never over
+    /// an existing file, and print the MCP host entries that run this binary with it.
+    Init(ConfigArg),
 }
 
 #[derive(Args)]
@@ -117,8 +120,11 @@ fn main() -> ExitCode {
         }
     };
     let command = cli.command.unwrap_or(Command::Serve(cli.serve));
+    if let Command::Init(arg) = &command {
+        return init(arg);
+    }
     // Every command starts from the configuration, loaded (and its warnings logged) here, once.
-    let config = match load_config(command.config(), command.bind()) {
+    let config = match load_config(&command) {
         Ok(config) => config,
         Err(code) => return code,
     };
@@ -131,6 +137,7 @@ fn main() -> ExitCode {
             Command::Check(_) => check(config).await,
             Command::Demo(_) => run_demo(config).await,
             Command::Stdio(args) => stdio(config, args.http, loader).await,
+            Command::Init(_) => unreachable!("init runs before any config is loaded"),
         }
     });
     match result {
@@ -183,7 +190,7 @@ impl Command {
             Command::Serve(args) | Command::Demo(args) => &args.config,
             Command::Stdio(args) => &args.serve.config,
             Command::Search(args) => &args.config,
-            Command::Check(args) => args,
+            Command::Check(args) | Command::Init(args) => args,
         }
     }
 
@@ -192,14 +199,21 @@ impl Command {
         match self {
             Command::Serve(args) | Command::Demo(args) => Some(args),
             Command::Stdio(args) => Some(&args.serve),
-            Command::Search(_) | Command::Check(_) => None,
+            Command::Search(_) | Command::Check(_) | Command::Init(_) => None,
         }
     }
 }
 
 /// Loads the configuration (with `--host` / `--port` applied) or explains, and exits 78, why not.
-fn load_config(arg: &ConfigArg, bind: Option<&ServeArgs>) -> Result<Config, ExitCode> {
-    match Config::load(arg.config.as_deref()) {
+fn load_config(command: &Command) -> Result<Config, ExitCode> {
+    let (arg, bind) = (command.config(), command.bind());
+    // `demo` brings its own stores: a named file that is not there is no file, not a typo.
+    let loaded = if matches!(command, Command::Demo(_)) {
+        Config::load_or_empty(arg.config.as_deref())
+    } else {
+        Config::load(arg.config.as_deref())
+    };
+    match loaded {
         Ok(mut config) => {
             if let Some(bind) = bind {
                 apply_bind_overrides(&mut config, bind);
@@ -222,6 +236,84 @@ fn load_config(arg: &ConfigArg, bind: Option<&ServeArgs>) -> Result<Config, Exit
             Err(ExitCode::from(EXIT_CONFIG))
         }
     }
+}
+
+/// `init`: writes the starter config where it was asked (never over a file that is there), then
+/// prints what a host needs to run this binary with it. Exit 73 (EX_CANTCREAT) when the file
+/// cannot be written.
+fn init(arg: &ConfigArg) -> ExitCode {
+    let env = config::Env::process();
+    let path = match config::named_by(arg.config.as_deref(), &env) {
+        Some(_) => config::resolve_path(arg.config.as_deref(), &env),
+        None => config::platform_path(),
+    };
+    let path = std::path::absolute(&path).unwrap_or(path);
+    if path.exists() {
+        eprintln!(
+            "seren-corpus-callosum: {} exists; left as it is (init never writes over a config)",
+            path.display()
+        );
+    } else if let Err(error) = write_starter(&path) {
+        eprintln!(
+            "seren-corpus-callosum: cannot write {}: {error}",
+            path.display()
+        );
+        return ExitCode::from(73);
+    } else {
+        println!(
+            "Wrote {}: a starter config with no stores yet. Name your stores there (it is read \
+             again when it changes), or add them at run time with the add_store tool.\n",
+            path.display()
+        );
+    }
+    let exe = std::env::current_exe()
+        .and_then(|exe| exe.canonicalize())
+        .unwrap_or_else(|_| PathBuf::from("seren-corpus-callosum"));
+    print!("{}", host_entries(&exe, &path));
+    ExitCode::SUCCESS
+}
+
+/// Creates the file (and its directory) with the starter text, readable by its owner only: it
+/// is where tokens may be written later.
+fn write_starter(path: &std::path::Path) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(config::STARTER.as_bytes())?;
+    file.sync_all()
+}
+
+/// The entries that make MCP hosts spawn `exe` over stdio with the config at `path`.
+fn host_entries(exe: &std::path::Path, path: &std::path::Path) -> String {
+    let (exe, path) = (exe.display().to_string(), path.display().to_string());
+    let json = |s: &str| serde_json::Value::from(s).to_string();
+    let args = format!("[\"stdio\", \"-c\", {}]", json(&path));
+    let shell = |s: &str| {
+        if s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+        {
+            s.to_owned()
+        } else {
+            format!("'{}'", s.replace('\'', r"'\''"))
+        }
+    };
+    format!(
+        "Claude Desktop (claude_desktop_config.json, under \"mcpServers\"):\n  \
+         \"seren-corpus-callosum\": {{\"command\": {exe_json}, \"args\": {args}}}\n\n\
+         Claude Code:\n  claude mcp add seren-corpus-callosum -- {exe_sh} stdio -c {path_sh}\n\n\
+         VS Code (.vscode/mcp.json, under \"servers\"):\n  \
+         \"seren-corpus-callosum\": {{\"type\": \"stdio\", \"command\": {exe_json}, \"args\": {args}}}\n\n\
+         Check it: {exe_sh} check -c {path_sh}\n",
+        exe_json = json(&exe),
+        exe_sh = shell(&exe),
+        path_sh = shell(&path),
+    )
 }
 
 /// How a running service reads its config file again: as at start, `--host` and `--port` included.

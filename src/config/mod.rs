@@ -67,6 +67,16 @@ pub enum ConfigError {
     /// An environment override does not hold a usable value.
     #[error("environment variable {name}: {message}")]
     Env { name: &'static str, message: String },
+    /// A config file someone named (`--config`, `SEREN_SCC_CONFIG`) is not there: a typo until
+    /// proven otherwise, not an empty federation.
+    #[error(
+        "config file {path} does not exist ({named_by} names it); check the path, or write a \
+         starter file there with `seren-corpus-callosum init -c {path}`"
+    )]
+    Missing {
+        path: PathBuf,
+        named_by: &'static str,
+    },
 }
 
 /// One problem as a sentence; several as a list.
@@ -264,11 +274,32 @@ pub fn resolve_path(explicit: Option<&Path>, env: &Env) -> PathBuf {
     if local.exists() {
         return local;
     }
+    platform_path()
+}
+
+/// The platform config dir's file (`~/.config/seren-corpus-callosum/seren-corpus-callosum.yaml`
+/// on Linux), else the working directory's: where `init` writes when nobody names a path.
+pub fn platform_path() -> PathBuf {
     match directories::ProjectDirs::from("", "", "seren-corpus-callosum") {
         Some(dirs) => dirs.config_dir().join(FILE_NAME),
-        None => local,
+        None => PathBuf::from(FILE_NAME),
     }
 }
+
+/// Who named the config file, when someone did: `--config`, else `SEREN_SCC_CONFIG`.
+pub fn named_by(explicit: Option<&Path>, env: &Env) -> Option<&'static str> {
+    if explicit.is_some() {
+        Some("--config")
+    } else if env.var("SEREN_SCC_CONFIG").is_some() {
+        Some("SEREN_SCC_CONFIG")
+    } else {
+        None
+    }
+}
+
+/// The commented starter config `init` writes: every store example commented out, so it loads
+/// as a valid federation of no stores.
+pub const STARTER: &str = include_str!("starter.yaml");
 
 fn expand_home(path: &Path) -> PathBuf {
     if let Ok(rest) = path.strip_prefix("~")
@@ -333,7 +364,24 @@ impl Config {
     pub fn load(explicit: Option<&Path>) -> Result<Self, ConfigError> {
         let env = Env::process();
         let path = resolve_path(explicit, &env);
-        let mut config = Self::load_from(&path, &env)?;
+        if let Some(named_by) = named_by(explicit, &env)
+            && !path.exists()
+        {
+            return Err(ConfigError::Missing { path, named_by });
+        }
+        Self::load_found(explicit, path, &env)
+    }
+
+    /// [`Config::load`], with a named file that is not there read as no file at all (`demo`,
+    /// whose sample stores need no config).
+    pub fn load_or_empty(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        let env = Env::process();
+        let path = resolve_path(explicit, &env);
+        Self::load_found(explicit, path, &env)
+    }
+
+    fn load_found(explicit: Option<&Path>, path: PathBuf, env: &Env) -> Result<Self, ConfigError> {
+        let mut config = Self::load_from(&path, env)?;
         config.found_in_working_dir = explicit.is_none()
             && env.var("SEREN_SCC_CONFIG").is_none()
             && path == Path::new(FILE_NAME);

@@ -172,12 +172,15 @@ async fn check_probes_every_store_one_line_each() {
     );
     assert!(stdout.contains("disabled resting (seren_loci)"), "{stdout}");
 
-    let output = run(command(&[
-        "check",
-        "-c",
-        &other.path().join("absent.yaml").display().to_string(),
-    ]))
-    .await;
+    // A file nobody named, found by the search order nowhere: an empty federation (a named
+    // one that is not there is a typo, see below).
+    let nowhere = tempfile::tempdir().unwrap();
+    let mut unnamed = command(&["check"]);
+    unnamed
+        .current_dir(nowhere.path())
+        .env("HOME", nowhere.path())
+        .env("XDG_CONFIG_HOME", nowhere.path().join("config"));
+    let output = run(unnamed).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{stdout}");
     assert!(
@@ -418,4 +421,99 @@ async fn one_request_line_per_request_and_the_query_only_when_asked() {
     search(url).await;
     let logs = server.stop();
     assert!(!logs.contains("rid=rid-42"), "{logs}");
+}
+
+#[tokio::test]
+async fn init_writes_a_starter_that_loads_prints_the_host_entries_and_never_overwrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new dir").join("callosum.yaml");
+    let shown = path.display().to_string();
+    let output = run(command(&["init", "-c", &shown])).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let bin = std::fs::canonicalize(BIN).unwrap().display().to_string();
+    assert!(stdout.starts_with(&format!("Wrote {shown}: ")), "{stdout}");
+    // Each host's entry runs this very binary over stdio with the file just written.
+    let args = format!("\"args\": [\"stdio\", \"-c\", {}]", json!(shown));
+    assert!(
+        stdout.contains(&format!(
+            "\"seren-corpus-callosum\": {{\"command\": {}, {args}}}",
+            json!(bin)
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "claude mcp add seren-corpus-callosum -- {bin} stdio -c '{shown}'"
+        )),
+        "the path with a space is quoted for the shell: {stdout}"
+    );
+    assert!(stdout.contains("\"type\": \"stdio\""), "{stdout}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let starter = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        starter.contains("# stores:"),
+        "the examples are there, commented"
+    );
+
+    // The starter loads: a federation of no stores, every example commented out.
+    let checked = run(command(&["check", "-c", &shown])).await;
+    assert_eq!(checked.status.code(), Some(0), "{checked:?}");
+    assert!(String::from_utf8_lossy(&checked.stdout).contains("no stores configured"));
+
+    // A second init leaves an edited file as it is, and still prints the entries.
+    std::fs::write(&path, "federation:\n  k: 30\n").unwrap();
+    let again = run(command(&["init", "-c", &shown])).await;
+    assert_eq!(again.status.code(), Some(0), "{again:?}");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists; left as it is"));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("claude mcp add"));
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "federation:\n  k: 30\n"
+    );
+
+    // A path that cannot be written is exit 73, naming it.
+    let blocked = dir.path().join("file");
+    std::fs::write(&blocked, "").unwrap();
+    let under_a_file = blocked.join("x.yaml").display().to_string();
+    let refused = run(command(&["init", "-c", &under_a_file])).await;
+    assert_eq!(refused.status.code(), Some(73), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains(&under_a_file));
+}
+
+#[tokio::test]
+async fn a_named_config_that_is_not_there_is_a_typo_not_an_empty_federation() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("typo").join("seren.yaml");
+    let shown = missing.display().to_string();
+    for args in [
+        vec!["serve", "-c", shown.as_str(), "--port", "0"],
+        vec!["stdio", "-c", shown.as_str()],
+        vec!["check", "-c", shown.as_str()],
+        vec!["search", "-c", shown.as_str(), "q"],
+    ] {
+        let mut c = command(&args);
+        c.stdin(Stdio::null());
+        let output = run(c).await;
+        assert_eq!(output.status.code(), Some(78), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "config file {shown} does not exist (--config names it)"
+            )) && stderr.contains(&format!("seren-corpus-callosum init -c {shown}")),
+            "{args:?}: {stderr}"
+        );
+    }
+    let mut by_env = command(&["check"]);
+    by_env.env("SEREN_SCC_CONFIG", &shown);
+    let output = run(by_env).await;
+    assert_eq!(output.status.code(), Some(78));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("(SEREN_SCC_CONFIG names it)"));
+    // Nothing was created on the way (an add_store would have made the mistyped directories).
+    assert!(!dir.path().join("typo").exists());
 }

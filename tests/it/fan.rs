@@ -247,10 +247,14 @@ async fn an_empty_config_answers_empty() {
     let callosum = Callosum::start("").await;
     let (status, answer) = callosum.search("anything", None).await;
     assert_eq!(status, 200);
+    let config = callosum.config_path().display().to_string();
     assert_eq!(
         answer,
         json!({"query": "anything", "hits": [], "budget_tokens": null, "tokens": 0,
-               "stores_searched": [], "failed": [], "skipped": []})
+               "stores_searched": [], "failed": [], "skipped": [],
+               "notes": [format!("no stores are configured, so nothing was searched: add one \
+                                  with the add_store tool (or POST /stores), or under \
+                                  federation.stores in {config}")]})
     );
     let (_, stores) = callosum.get("/stores").await;
     assert_eq!(stores["active"], 0);

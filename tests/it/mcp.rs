@@ -264,8 +264,10 @@ fn initialize() -> Value {
 
 #[tokio::test]
 async fn over_stdio_every_bad_line_gets_a_json_rpc_answer() {
-    let session = tokio::task::spawn_blocking(|| {
-        let mut raw = RawStdio::start(&["stdio", "-c", "/nonexistent/c.yaml"]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::support::process::write_config(dir.path(), "");
+    let session = tokio::task::spawn_blocking(move || {
+        let mut raw = RawStdio::start(&["stdio", "-c", &config]);
         raw.send(initialize());
         raw.answer(1);
         raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));

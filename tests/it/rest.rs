@@ -379,3 +379,34 @@ async fn with_a_token_every_gated_route_needs_it() {
     assert_eq!(response.status(), 200);
     assert!(!response.text().await.unwrap().contains("s3cret-token"));
 }
+
+#[tokio::test]
+async fn a_search_over_no_stores_says_so_in_words() {
+    let callosum = Callosum::start("").await;
+    let (status, answer) = callosum.search("anything", None).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["hits"], json!([]));
+    let config = callosum.config_path().display().to_string();
+    assert_eq!(
+        answer["notes"],
+        json!([format!(
+            "no stores are configured, so nothing was searched: add one with the add_store tool \
+             (or POST /stores), or under federation.stores in {config}"
+        )])
+    );
+    // Stores that are there but all disabled: said differently.
+    let callosum = Callosum::start(&config_yaml(&[(
+        "off",
+        "seren_loci",
+        "http://127.0.0.1:1",
+        "enabled: false",
+    )]))
+    .await;
+    let (_, answer) = callosum.search("anything", None).await;
+    assert_eq!(
+        answer["notes"],
+        json!([
+            "no store was searched: the 1 configured are disabled or skipped (list_stores says why)"
+        ])
+    );
+}
