@@ -377,7 +377,7 @@ impl Federation {
             let stores: Vec<&Arc<Bound>> = (round.fan.bound.iter())
                 .filter(|b| b.caller.has_topics() && answered.contains(&b.name))
                 .collect();
-            let topic_edges = (self.topic_edges(round, &stores, &rows, &mut left))
+            let topic_edges = (self.topic_edges(round, &stores, &rows, (&mut left, first_took)))
                 .await
                 .unwrap_or_else(|why| {
                     notes.push(format!("topic edges not asked: {why}"));
@@ -464,14 +464,14 @@ impl Federation {
         round: &Hop<'_>,
         stores: &[&Arc<Bound>],
         rows: &[Row],
-        left: &mut Option<usize>,
+        (left, first_took): (&mut Option<usize>, Duration),
     ) -> Result<Vec<Row>, String> {
         let budget = round.knobs.shaping.edge_budget;
         let topics = edges::topics(rows);
         if topics.is_empty() || stores.is_empty() || left.is_some_and(|left| left < 2) {
             return Ok(Vec::new());
         }
-        round.spend.room(Duration::ZERO)?;
+        round.spend.room(first_took)?;
         let asked = round.spend.take_calls(stores.len());
         if asked == 0 {
             return Err(Spend::spent(round.chains.0.budget));
@@ -592,14 +592,21 @@ impl Federation {
         }
         // A store removed while this call was under way keeps no record (it would come back on
         // the health page, and a new store under its name would inherit it).
+        // An answer dropped for the memory bound says nothing of the store: counted in metrics,
+        // kept off its health record, and a probe it was is handed on (the guard says so).
+        let dropped = matches!(result, Err(store::Failure::Memory(_)));
         if self.roster.fan().bound.iter().any(|b| b.name == bound.name) {
-            self.health
-                .record(&bound.name, started.elapsed(), outcome(&result));
+            if !dropped {
+                self.health
+                    .record(&bound.name, started.elapsed(), outcome(&result));
+            }
             self.metrics
                 .store_call(&bound.name, started.elapsed(), &result);
         }
-        // The outcome is recorded: the probe is finished, not abandoned.
-        std::mem::forget(probe);
+        if !dropped {
+            // The outcome is recorded: the probe is finished, not abandoned.
+            std::mem::forget(probe);
+        }
         result.map_err(Unanswered::Call)
     }
 

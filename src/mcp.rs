@@ -174,7 +174,8 @@ callosums) at once and get ONE ranked list. Call this first, before a single sto
 it goes broad and tells you where each hit came from. Each hit has `content` (the text), `store` (which \
 store), `store_rank` (its rank there), `score` (the fused rank score it was ordered by) and the store's \
 own numbers. `failed` and `skipped` name stores that did not answer and why, so you know what the list \
-may be missing. Edges follow the ranked hits (`score` 0, `metadata.source` says which kind: \
+may be missing; `notes`, when present, say what the search itself could not do (no store to search, a \
+hop round its deadline or call budget had no room for). Edges follow the ranked hits (`score` 0, `metadata.source` says which kind: \
 satellite-edge, supersedes-edge, topic-edge); hop hits carry `metadata.hop`. Say how much you can read \
 with `budget_tokens` (about 4 characters a token): rows are packed best first and `tokens` says what \
 the page cost. `format: \"compact\"` makes the text block numbered lines instead of JSON, a few times \
