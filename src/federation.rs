@@ -590,11 +590,11 @@ impl Federation {
             drop(probe);
             return Err(Unanswered::Deadline(round.spend.limit));
         }
-        // A store removed while this call was under way keeps no record (it would come back on
-        // the health page, and a new store under its name would inherit it).
         // An answer dropped for the memory bound says nothing of the store: counted in metrics,
         // kept off its health record, and a probe it was is handed on (the guard says so).
         let dropped = matches!(result, Err(store::Failure::Memory(_)));
+        // A store removed while this call was under way keeps no record (it would come back on
+        // the health page, and a new store under its name would inherit it).
         if self.roster.fan().bound.iter().any(|b| b.name == bound.name) {
             if !dropped {
                 self.health

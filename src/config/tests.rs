@@ -1073,3 +1073,32 @@ fn a_config_file_past_the_cap_is_refused_unread() {
         "{message}"
     );
 }
+
+#[test]
+fn the_starter_loads_as_it_is_and_with_its_examples_uncommented() {
+    let config = parse(STARTER).unwrap();
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    assert!(config.federation.stores.is_empty());
+    // Uncommented as the file says (drop the `[]`, uncomment the entries), every example binds.
+    let mut examples = String::new();
+    let mut below = false;
+    for line in STARTER.lines() {
+        if line == "  stores: []" {
+            continue;
+        }
+        if line.starts_with("  # Uncomment") {
+            below = true;
+            continue;
+        }
+        match line.strip_prefix("  # ") {
+            Some(entry) if below => examples.push_str(&format!("  {entry}\n")),
+            _ => examples.push_str(&format!("{line}\n")),
+        }
+    }
+    let config = parse(&examples).unwrap();
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    let names: Vec<String> = (config.federation.stores.iter())
+        .map(|s| s.as_ref().unwrap().name.clone())
+        .collect();
+    assert_eq!(names, ["facts", "episodic", "graph"]);
+}
