@@ -359,14 +359,7 @@ async fn the_bytes_a_search_holds_are_bounded_and_said_so() {
     // Unbounded, four such searches peaked near 2 GB.
     assert!(peak < 512 * 1024, "peak RSS {} MiB", peak / 1024);
     // A dropped answer is not the store's failure: no health record is marked by it.
-    let health: Value = (client
-        .get(format!("{url}/health/stores"))
-        .send()
-        .await
-        .unwrap())
-    .json()
-    .await
-    .unwrap();
+    let health = process::get_json(&url, "/health/stores").await;
     for store in health["stores"].as_array().unwrap() {
         assert_eq!(store["failed_calls"], 0, "{store}");
         assert_eq!(store["breaker"], "closed", "{store}");

@@ -272,24 +272,9 @@ async fn a_mistyped_config_value_is_never_quoted_at_start_check_reload_or_in_the
         .unwrap();
     assert!(hup.success());
     names_where_not_what(&server.wait_for("config file not reloaded"), &config);
-    let client = test_client();
-    let stores: Value = client
-        .get(format!("{url}/stores"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let stores = process::get_json(&url, "/stores").await;
     names_where_not_what(stores["config_error"].as_str().unwrap(), &config);
-    let knobs: Value = client
-        .get(format!("{url}/knobs"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let knobs = process::get_json(&url, "/knobs").await;
     names_where_not_what(knobs["where"]["config_error"].as_str().unwrap(), &config);
     let log = server.stop();
     assert!(!log.contains(SECRET_WEIGHT), "{log}");

@@ -176,3 +176,14 @@ pub fn stdio_callosum(dir: &Path) -> (std::path::PathBuf, String) {
 pub fn pid_in(pid_file: &Path) -> String {
     std::fs::read_to_string(pid_file).unwrap().trim().to_owned()
 }
+
+/// `GET url + path` from a server process: its JSON, once it answered 200.
+pub async fn get_json(url: &str, path: &str) -> serde_json::Value {
+    let answer = super::test_client()
+        .get(format!("{url}{path}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200, "{path}");
+    answer.json().await.unwrap()
+}
