@@ -157,6 +157,14 @@ impl Hold<'_> {
     pub fn keep(mut self) {
         self.taken = 0;
     }
+
+    /// Settles the hold to what decoded `hits` keep (their body freed) and leaves that with the
+    /// search; `Err` (nothing kept) when that breaks a bound.
+    pub fn keep_hits(mut self, hits: &[crate::fusion::Hit]) -> Result<(), Over> {
+        self.settle(hits.iter().map(hit_bytes).sum())?;
+        self.keep();
+        Ok(())
+    }
 }
 
 impl Drop for Hold<'_> {

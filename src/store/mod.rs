@@ -241,10 +241,7 @@ impl Caller {
                 let hits = store.search(query, n, chain, call.timeout).await?;
                 // rmcp has read the answer whole (within its own cap); what the hits keep is
                 // counted like an HTTP store's.
-                let mut hold = purse.hold();
-                hold.settle(hits.iter().map(crate::ledger::hit_bytes).sum())
-                    .map_err(Failure::Memory)?;
-                hold.keep();
+                purse.hold().keep_hits(&hits).map_err(Failure::Memory)?;
                 Ok(hits)
             }
         }

@@ -9,7 +9,7 @@
 use super::{Call, Hit, Protocol};
 use crate::chain::Chain;
 use crate::config::Secret;
-use crate::ledger::{Hold, Over, Purse, hit_bytes};
+use crate::ledger::{Hold, Over, Purse};
 use crate::text::cut;
 use bytes::Bytes;
 use std::error::Error as _;
@@ -191,9 +191,7 @@ impl Remote {
             hold.take(bytes.len()).map_err(Failure::Memory)?;
             let hits = decode(&bytes, limit).map_err(Failure::Decode)?;
             drop(bytes);
-            hold.settle(hits.iter().map(hit_bytes).sum())
-                .map_err(Failure::Memory)?;
-            hold.keep();
+            hold.keep_hits(&hits).map_err(Failure::Memory)?;
             Ok(hits)
         };
         match tokio::time::timeout(timeout, exchange).await {
