@@ -269,7 +269,11 @@ fn init(arg: &ConfigArg) -> ExitCode {
     let exe = std::env::current_exe()
         .and_then(|exe| exe.canonicalize())
         .unwrap_or_else(|_| PathBuf::from("seren-corpus-callosum"));
-    print!("{}", host_entries(&exe, &path));
+    let launcher = std::env::var("SEREN_SCC_LAUNCHER").ok();
+    print!(
+        "{}",
+        host_entries(&launch(&exe, launcher.as_deref()), &path)
+    );
     ExitCode::SUCCESS
 }
 
@@ -289,11 +293,43 @@ fn write_starter(path: &std::path::Path) -> std::io::Result<()> {
     file.sync_all()
 }
 
-/// The entries that make MCP hosts spawn `exe` over stdio with the config at `path`.
-fn host_entries(exe: &std::path::Path, path: &std::path::Path) -> String {
-    let (exe, path) = (exe.display().to_string(), path.display().to_string());
+/// The PyPI and npm distribution that carries this binary (the PyPI name `seren-corpus-callosum`
+/// is the Python service's).
+const DIST_NAME: &str = "seren-corpus-callosum-rs";
+
+/// The words a host runs to start this binary: its own path, unless it runs from a cache that a
+/// package runner empties at will: then the runner's line, which fetches it again. `uvx` runs a
+/// tool from uv's cache (`.../uv/.../archive-v0/<id>/bin/`); the npm package's launcher says
+/// `SEREN_SCC_LAUNCHER=npx` when npx runs it from its own cache.
+fn launch(exe: &std::path::Path, launcher: Option<&str>) -> Vec<String> {
+    let words = |line: &str| line.split(' ').map(str::to_owned).collect();
+    let components: Vec<String> = exe
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
+        .collect();
+    let in_uv_cache = components.iter().any(|c| c == "uv")
+        && components.iter().any(|c| c.starts_with("archive-v"));
+    if launcher == Some("npx") {
+        words(&format!("npx -y {DIST_NAME}"))
+    } else if in_uv_cache {
+        words(&format!("uvx --from {DIST_NAME} seren-corpus-callosum"))
+    } else {
+        vec![exe.display().to_string()]
+    }
+}
+
+/// The entries that make MCP hosts spawn `launch` over stdio with the config at `path`.
+fn host_entries(launch: &[String], path: &std::path::Path) -> String {
+    let path = path.display().to_string();
     let json = |s: &str| serde_json::Value::from(s).to_string();
-    let args = format!("[\"stdio\", \"-c\", {}]", json(&path));
+    let (command, lead) = launch.split_first().expect("a launch line has a command");
+    let args: Vec<String> = lead
+        .iter()
+        .map(String::as_str)
+        .chain(["stdio", "-c", &path])
+        .map(json)
+        .collect();
+    let args = format!("[{}]", args.join(", "));
     let shell = |s: &str| {
         if s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
@@ -303,15 +339,19 @@ fn host_entries(exe: &std::path::Path, path: &std::path::Path) -> String {
             format!("'{}'", s.replace('\'', r"'\''"))
         }
     };
+    let line = launch
+        .iter()
+        .map(|w| shell(w))
+        .collect::<Vec<_>>()
+        .join(" ");
     format!(
         "Claude Desktop (claude_desktop_config.json, under \"mcpServers\"):\n  \
-         \"seren-corpus-callosum\": {{\"command\": {exe_json}, \"args\": {args}}}\n\n\
-         Claude Code:\n  claude mcp add seren-corpus-callosum -- {exe_sh} stdio -c {path_sh}\n\n\
+         \"seren-corpus-callosum\": {{\"command\": {command_json}, \"args\": {args}}}\n\n\
+         Claude Code:\n  claude mcp add seren-corpus-callosum -- {line} stdio -c {path_sh}\n\n\
          VS Code (.vscode/mcp.json, under \"servers\"):\n  \
-         \"seren-corpus-callosum\": {{\"type\": \"stdio\", \"command\": {exe_json}, \"args\": {args}}}\n\n\
-         Check it: {exe_sh} check -c {path_sh}\n",
-        exe_json = json(&exe),
-        exe_sh = shell(&exe),
+         \"seren-corpus-callosum\": {{\"type\": \"stdio\", \"command\": {command_json}, \"args\": {args}}}\n\n\
+         Check it: {line} check -c {path_sh}\n",
+        command_json = json(command),
         path_sh = shell(&path),
     )
 }
@@ -821,4 +861,53 @@ async fn run_demo(mut config: Config) -> anyhow::Result<ExitCode> {
     );
     // The demo's roster is its two sample stores, not the file's: nothing is reloaded.
     run_server(config, Some(banner), None).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn init_names_the_runner_when_the_binary_lives_in_its_cache() {
+        let uvx = Path::new("/home/a/.cache/uv/archive-v0/Xy12/bin/seren-corpus-callosum");
+        assert_eq!(
+            launch(uvx, None),
+            [
+                "uvx",
+                "--from",
+                "seren-corpus-callosum-rs",
+                "seren-corpus-callosum"
+            ]
+        );
+        let npx = Path::new("/home/a/.npm/_npx/ab12/node_modules/x/bin/seren-corpus-callosum");
+        assert_eq!(
+            launch(npx, Some("npx")),
+            ["npx", "-y", "seren-corpus-callosum-rs"]
+        );
+        // A tool uv installed for good, or any other path, is named as it is.
+        let kept = Path::new("/home/a/.local/share/uv/tools/x/bin/seren-corpus-callosum");
+        assert_eq!(launch(kept, None), [kept.display().to_string()]);
+        assert_eq!(launch(kept, Some("other")), [kept.display().to_string()]);
+    }
+
+    #[test]
+    fn host_entries_put_the_runner_words_before_stdio() {
+        let entries = host_entries(
+            &launch(Path::new("/c/uv/archive-v0/1/bin/s"), None),
+            Path::new("/home/a b/c.yaml"),
+        );
+        assert!(
+            entries.contains(
+                r#""command": "uvx", "args": ["--from", "seren-corpus-callosum-rs", "seren-corpus-callosum", "stdio", "-c", "/home/a b/c.yaml"]"#
+            ),
+            "{entries}"
+        );
+        assert!(
+            entries.contains(
+                "claude mcp add seren-corpus-callosum -- uvx --from seren-corpus-callosum-rs seren-corpus-callosum stdio -c '/home/a b/c.yaml'"
+            ),
+            "{entries}"
+        );
+    }
 }

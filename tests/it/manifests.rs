@@ -5,6 +5,8 @@ use serde_json::Value;
 use std::path::Path;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The PyPI and npm distribution (`seren-corpus-callosum` on PyPI is the Python service).
+const DIST_NAME: &str = "seren-corpus-callosum-rs";
 
 fn read(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -49,12 +51,27 @@ fn the_registry_entry_matches_the_crate() {
         "{} chars",
         description.len()
     );
-    let package = &server["packages"][0];
-    assert_eq!(package["registryType"], "cargo");
-    assert_eq!(package["identifier"], env!("CARGO_PKG_NAME"));
-    assert_eq!(package["version"], VERSION);
-    assert_eq!(package["transport"]["type"], "stdio");
-    assert_eq!(package["packageArguments"][0]["value"], "stdio");
+    // The packaged installs, then the crate; `cargo xtask dist` adds one `mcpb` per bundle.
+    let packages = server["packages"].as_array().unwrap();
+    let types: Vec<&str> = packages
+        .iter()
+        .map(|p| p["registryType"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["pypi", "npm", "cargo"]);
+    for package in packages {
+        let expected = if package["registryType"] == "cargo" {
+            env!("CARGO_PKG_NAME")
+        } else {
+            DIST_NAME
+        };
+        assert_eq!(package["identifier"], expected, "{package}");
+        assert_eq!(package["version"], VERSION, "{package}");
+        assert_eq!(package["transport"]["type"], "stdio", "{package}");
+        assert_eq!(
+            package["packageArguments"][0]["value"], "stdio",
+            "{package}"
+        );
+    }
     // The crate registry proves ownership by a visible `mcp-name:` line in the README.
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
@@ -83,17 +100,37 @@ fn the_bundle_manifest_matches_the_crate() {
     );
 }
 
+/// The words before `stdio` in a snippet's `args`: the packaged runners' own.
+fn launch(entry: &Value) -> Vec<&str> {
+    let args: Vec<&str> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let stdio = args
+        .iter()
+        .position(|a| *a == "stdio")
+        .expect("a stdio argument");
+    std::iter::once(entry["command"].as_str().unwrap())
+        .chain(args[..stdio].iter().copied())
+        .collect()
+}
+
 #[test]
 fn host_snippets_launch_stdio_or_reach_mcp() {
-    for name in ["claude_desktop_config.json", "cursor-mcp.json"] {
-        let entry = &read(name)["mcpServers"]["seren-corpus-callosum"];
-        assert_eq!(entry["args"][0], "stdio", "{name}");
+    let uvx = ["uvx", "--from", DIST_NAME, "seren-corpus-callosum"];
+    let npx = ["npx", "-y", DIST_NAME];
+    for (name, key, runner) in [
+        ("claude_desktop_config.json", "mcpServers", &uvx[..]),
+        ("cursor-mcp.json", "mcpServers", &npx[..]),
+        ("vscode-mcp.json", "servers", &npx[..]),
+    ] {
+        let entry = &read(name)[key]["seren-corpus-callosum"];
+        assert_eq!(launch(entry), runner, "{name}");
     }
     let vscode = &read("vscode-mcp.json")["servers"]["seren-corpus-callosum"];
-    assert_eq!(
-        (vscode["type"].as_str(), vscode["args"][0].as_str()),
-        (Some("stdio"), Some("stdio"))
-    );
+    assert_eq!(vscode["type"], "stdio");
     for (name, key) in [
         ("remote-http.json", "mcpServers"),
         ("vscode-remote-http.json", "servers"),

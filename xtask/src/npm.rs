@@ -1,0 +1,125 @@
+//! The npm packages: `seren-corpus-callosum-rs`, whose `bin` is a small Node launcher, and one
+//! package per platform that carries the binary, each an `optionalDependency` of the launcher
+//! package with `os`, `cpu` and `libc` declared. npm installs the one that fits the machine and
+//! skips the others; nothing is downloaded by a script at install time.
+
+use crate::platform::{self, Platform};
+use crate::{COMMAND, DIST_NAME, Result, Workspace, copy, mkdir, registry, run};
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// Writes both packages for `platform` as tarballs (`npm pack`) into `target/dist/`.
+pub fn packages(ws: &Workspace, platform: &Platform, binary: &Path) -> Result<()> {
+    let stage = ws.target.join("dist-stage").join("npm");
+    if stage.exists() {
+        std::fs::remove_dir_all(&stage)
+            .map_err(|e| format!("cannot clear {}: {e}", stage.display()))?;
+    }
+    let server_name = registry::server_name(ws)?;
+
+    let own = stage.join(platform.npm_package());
+    mkdir(&own.join("bin"))?;
+    copy(binary, &own.join("bin").join(platform.exe(COMMAND)))?;
+    copy(&ws.root.join("LICENSE"), &own.join("LICENSE"))?;
+    crate::write(
+        &own.join("README.md"),
+        &format!(
+            "# {}\n\nThe `{COMMAND}` binary for {} {}, installed by [`{DIST_NAME}`]\
+             (https://www.npmjs.com/package/{DIST_NAME}) as an optional dependency. Install that \
+             package, not this one.\n",
+            platform.npm_package(),
+            platform.node_os,
+            platform.node_cpu
+        ),
+    )?;
+    write_json(&own.join("package.json"), &platform_manifest(ws, platform))?;
+
+    let launcher = stage.join(DIST_NAME);
+    mkdir(&launcher.join("bin"))?;
+    copy(
+        &ws.root.join("xtask").join("npm").join("launcher.js"),
+        &launcher.join("bin").join(format!("{COMMAND}.js")),
+    )?;
+    copy(&ws.root.join("LICENSE"), &launcher.join("LICENSE"))?;
+    copy(&ws.root.join("README.md"), &launcher.join("README.md"))?;
+    write_json(
+        &launcher.join("package.json"),
+        &launcher_manifest(ws, &server_name),
+    )?;
+
+    for dir in [&own, &launcher] {
+        run::status(
+            run::npm()
+                .current_dir(dir)
+                .args(["pack", "--silent", "--pack-destination"])
+                .arg(&ws.dist),
+            "npm pack",
+        )?;
+    }
+    Ok(())
+}
+
+fn common(ws: &Workspace, name: &str, description: &str) -> Value {
+    json!({
+        "name": name,
+        "version": ws.version,
+        "description": description,
+        "license": "GPL-3.0-or-later",
+        "repository": {
+            "type": "git",
+            "url": "git+https://github.com/seren/seren-corpus-callosum.git",
+        },
+        "homepage": "https://github.com/seren/seren-corpus-callosum#readme",
+    })
+}
+
+fn platform_manifest(ws: &Workspace, platform: &Platform) -> Value {
+    let mut manifest = common(
+        ws,
+        &platform.npm_package(),
+        &format!(
+            "The {COMMAND} binary for {} {}; installed by {DIST_NAME}",
+            platform.node_os, platform.node_cpu
+        ),
+    );
+    let fields = manifest.as_object_mut().expect("an object");
+    fields.insert("os".into(), json!([platform.node_os]));
+    fields.insert("cpu".into(), json!([platform.node_cpu]));
+    if let Some(libc) = platform.libc {
+        fields.insert("libc".into(), json!([libc]));
+    }
+    fields.insert("files".into(), json!(["bin/", "README.md", "LICENSE"]));
+    fields.insert("preferUnplugged".into(), json!(true));
+    manifest
+}
+
+fn launcher_manifest(ws: &Workspace, server_name: &str) -> Value {
+    let mut manifest = common(
+        ws,
+        DIST_NAME,
+        "MCP server that federates memory stores into one rank-fused recall list (Rust, prebuilt)",
+    );
+    let optional: serde_json::Map<String, Value> = platform::ALL
+        .iter()
+        .map(|p| (p.npm_package(), json!(ws.version)))
+        .collect();
+    let fields = manifest.as_object_mut().expect("an object");
+    fields.insert("mcpName".into(), json!(server_name));
+    fields.insert(
+        "keywords".into(),
+        json!(["mcp", "mcp-server", "rrf", "federated-search", "memory"]),
+    );
+    fields.insert(
+        "bin".into(),
+        json!({ COMMAND: format!("bin/{COMMAND}.js") }),
+    );
+    fields.insert("files".into(), json!(["bin/", "README.md", "LICENSE"]));
+    fields.insert("engines".into(), json!({ "node": ">=18" }));
+    fields.insert("optionalDependencies".into(), Value::Object(optional));
+    manifest
+}
+
+fn write_json(path: &Path, value: &Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).expect("JSON values serialize");
+    crate::write(path, &format!("{text}\n"))
+}
