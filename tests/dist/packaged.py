@@ -362,6 +362,8 @@ class Run:
         main = json.load(tarfile.open(launcher).extractfile("package/package.json"))
         check(by_type["npm"]["identifier"] == main["name"], f"npm identifier {by_type['npm']['identifier']}, the package is {main['name']}")
         check(main.get("mcpName") == name, f"package.json mcpName {main.get('mcpName')!r}, not {name!r}")
+        readme = tarfile.open(launcher).extractfile("package/README.md").read().decode()
+        check(re.search(rf"mcp-name: {re.escape(name)}(\s|-->|<|$)", readme), f"the npm README lacks `mcp-name: {name}`")
         check(by_type["cargo"]["identifier"] == COMMAND, f"cargo identifier {by_type['cargo']['identifier']}")
         return f"{', '.join(types)} at {self.args.version}; sha256 {digest[:12]}...; mcpName and mcp-name: {name}"
 
@@ -402,7 +404,7 @@ def main() -> int:
     else:
         r.mcp_case("mcpb/stdio", command, bundle_args, unpacked, r.mcpb_env)
     r.case("server.json", r.server_json)
-    print(f"dist: {r.passed} passed, {r.failed} failed", flush=True)
+    print(f"packaged: {r.passed} passed, {r.failed} failed", flush=True)
     return 0 if r.failed == 0 else 1
 
 
