@@ -1,5 +1,6 @@
-//! The Markdown as GitHub reads it, as far as the docs tests need: headings and their anchors
-//! (GitHub's slug rules), and relative links outside code. Pure: text in, findings out.
+//! The Markdown as GitHub reads it, as far as the docs tests need: fenced blocks and the example
+//! marks before them, headings and their anchors (GitHub's slug rules), and relative links. Pure:
+//! text in, findings out.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,34 @@ impl Page {
             text,
         }
     }
+}
+
+/// A fenced code block.
+#[derive(Clone, Debug)]
+pub struct Block {
+    /// `README.md:42`: the page and the line of the opening fence.
+    pub at: String,
+    /// The info string's first word (`json`, `sh`, ...), or "".
+    pub lang: String,
+    /// The lines between the fences, each with its newline.
+    pub body: String,
+    /// The name of the `<!-- example: NAME -->` on the line before the fence (blank lines may
+    /// stand between).
+    pub mark: Option<String>,
+}
+
+/// The README and every page under docs/: the pages whose examples are checked.
+pub fn doc_pages(root: &Path) -> Vec<Page> {
+    let mut paths = vec!["README.md".to_owned()];
+    let mut docs: Vec<String> = std::fs::read_dir(root.join("docs"))
+        .expect("a docs/ folder")
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    docs.sort();
+    paths.extend(docs);
+    paths.iter().map(|path| Page::read(root, path)).collect()
 }
 
 /// Every Markdown file of the repository but what tools bring (`target/`, `node_modules/`,
@@ -48,6 +77,16 @@ pub fn all_pages(root: &Path) -> Vec<Page> {
     paths.iter().map(|path| Page::read(root, path)).collect()
 }
 
+/// The name in `<!-- example: NAME -->`, when `line` is such a mark.
+pub fn mark_in(line: &str) -> Option<&str> {
+    let inner = line
+        .trim()
+        .strip_prefix("<!--")?
+        .strip_suffix("-->")?
+        .trim();
+    Some(inner.strip_prefix("example:")?.trim())
+}
+
 /// An opening or closing fence: its info string.
 fn fence(line: &str) -> Option<&str> {
     let indent = line.len() - line.trim_start_matches(' ').len();
@@ -56,7 +95,7 @@ fn fence(line: &str) -> Option<&str> {
         .flatten()
 }
 
-/// Whether each line is inside a fenced block (the fences themselves count as inside).
+/// Whether line `i` is inside a fenced block (the fences themselves count as inside).
 fn fenced_lines(lines: &[&str]) -> Vec<bool> {
     let mut inside = false;
     lines
@@ -70,6 +109,84 @@ fn fenced_lines(lines: &[&str]) -> Vec<bool> {
             }
         })
         .collect()
+}
+
+/// The page's fenced blocks, and what is wrong with its marks and code blocks: a mark with no
+/// block after it, a fence left open, an indented code block (an example hides there unseen).
+pub fn blocks(page: &Page) -> (Vec<Block>, Vec<String>) {
+    let lines: Vec<&str> = page.text.lines().collect();
+    let (mut blocks, mut problems) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < lines.len() {
+        let at = format!("{}:{}", page.path, i + 1);
+        if let Some(info) = fence(lines[i]) {
+            let lang = info.split_whitespace().next().unwrap_or("").to_owned();
+            let mark = lines[..i]
+                .iter()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .and_then(|l| mark_in(l))
+                .map(str::to_owned);
+            let mut body = String::new();
+            let mut j = i + 1;
+            while j < lines.len() && fence(lines[j]).is_none_or(|rest| !rest.trim().is_empty()) {
+                body.push_str(lines[j]);
+                body.push('\n');
+                j += 1;
+            }
+            if j == lines.len() {
+                problems.push(format!("{at}: a fenced block that is never closed"));
+            }
+            blocks.push(Block {
+                at,
+                lang,
+                body,
+                mark,
+            });
+            i = j + 1;
+            continue;
+        }
+        if mark_in(lines[i]).is_some() {
+            let next = lines[i + 1..].iter().find(|l| !l.trim().is_empty());
+            if next.is_none_or(|l| fence(l).is_none()) {
+                problems.push(format!(
+                    "{at}: an example mark with no fenced block after it"
+                ));
+            }
+        }
+        if is_indented_code(&lines, i) {
+            problems.push(format!(
+                "{at}: an indented code block; fence it (```text ...), so the docs tests see it"
+            ));
+        }
+        i += 1;
+    }
+    (blocks, problems)
+}
+
+/// Whether line `i` starts an indented code block: four spaces in, after a blank line, under a
+/// paragraph or heading that is not inside a list (list text goes on indented).
+fn is_indented_code(lines: &[&str], i: usize) -> bool {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let line = lines[i];
+    if line.trim().is_empty() || !(line.starts_with("    ") || line.starts_with('\t')) {
+        return false;
+    }
+    if i == 0 || !lines[i - 1].trim().is_empty() {
+        return false;
+    }
+    let Some(above) = lines[..i].iter().rev().find(|l| !l.trim().is_empty()) else {
+        return true;
+    };
+    let list_item = {
+        let t = above.trim_start();
+        t.starts_with("- ")
+            || t.starts_with("* ")
+            || t.starts_with("+ ")
+            || t.split_once(". ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    };
+    indent(above) < 2 && !list_item
 }
 
 /// The anchors a page offers: every heading's slug (GitHub's rules, `-1`, `-2` ... for repeats)
@@ -253,4 +370,23 @@ fn slugs_follow_github() {
     ] {
         assert_eq!(slug(heading), expected, "{heading}");
     }
+}
+
+#[test]
+fn indented_code_is_found_and_list_text_is_not() {
+    let page = |text: &str| Page {
+        path: "x.md".to_owned(),
+        text: text.to_owned(),
+    };
+    let (_, problems) = blocks(&page("A paragraph:\n\n    some output\n"));
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    let (_, problems) = blocks(&page(
+        "- an item\n  - a nested item\n\n    its second paragraph\n",
+    ));
+    assert!(problems.is_empty(), "{problems:?}");
+    let (blocks, problems) = blocks(&page(
+        "<!-- example: one -->\n```json\n{}\n```\n\n<!-- example: two -->\ntext\n",
+    ));
+    assert_eq!(blocks[0].mark.as_deref(), Some("one"));
+    assert_eq!(problems.len(), 1, "{problems:?}");
 }
