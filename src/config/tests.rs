@@ -907,10 +907,10 @@ fn a_wrong_mcp_entry_stops_the_start_naming_the_store_and_key() {
 }
 
 #[test]
-fn readme_mcp_snippet_binds() {
-    // The README's MCP block, as printed: four stores, each a preset with its tool and transport.
-    let readme = include_str!("../../README.md");
-    let section = &readme[readme.find("### Fanning any MCP server").unwrap()..];
+fn docs_mcp_snippet_binds() {
+    // docs/stores.md's MCP block, as printed: four stores, each a preset with its tool and transport.
+    let page = include_str!("../../docs/stores.md");
+    let section = &page[page.find("### Fanning any MCP server").unwrap()..];
     let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
     let block = &section[start..start + section[start..].find("```").unwrap()];
     let config = parse(block).unwrap();

@@ -69,7 +69,8 @@ impl Default for Shaping {
 }
 
 impl Shaping {
-    /// 5.3.0's defaults, for users who want its answers (the README's copy-paste block).
+    /// 5.3.0's defaults, for users who want its answers (docs/packet.md's copy-paste block, which a
+    /// test holds to this).
     pub fn python_5_3() -> Self {
         Self {
             authority_margin: 0.035,

@@ -5,6 +5,7 @@ mod support;
 
 mod bounds;
 mod cli;
+mod docs;
 mod fan;
 mod faults;
 mod fuzz;
