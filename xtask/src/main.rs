@@ -1,8 +1,9 @@
 //! `cargo xtask dist`: every release artifact of seren-corpus-callosum for the platform it runs on,
 //! written into `target/dist/` (contract §7):
 //!
-//! - a wheel built by maturin (`bindings = "bin"`); on Linux linked by zig against glibc 2.28 and
-//!   tagged `manylinux_2_28`, so `uvx` and `pip` install it on the distributions people have;
+//! - a wheel built by maturin (`bindings = "bin"`) with `[profile.packaged]`; on Linux linked by zig
+//!   against glibc 2.28 and tagged `manylinux_2_28`, so `uvx` and `pip` install it on the
+//!   distributions people have;
 //! - the npm packages: the launcher package (`bin`: `seren-corpus-callosum`) and this platform's
 //!   package, which carries the binary and is one of the launcher's `optionalDependencies`;
 //! - an MCP Bundle (`.mcpb`) packed by the official `mcpb` CLI from `mcp-manifests/mcpb/`;
@@ -30,6 +31,8 @@ use std::process::ExitCode;
 pub const COMMAND: &str = "seren-corpus-callosum";
 /// The distribution name on PyPI and npm. `seren-corpus-callosum` on PyPI is the Python service.
 pub const DIST_NAME: &str = "seren-corpus-callosum-rs";
+/// The Cargo profile of the published binaries (Cargo.toml says why not `release`).
+pub const PROFILE: &str = "packaged";
 /// The oldest glibc the Linux binary needs, and so the wheel's manylinux policy.
 pub const MANYLINUX: &str = "manylinux_2_28";
 
@@ -134,7 +137,7 @@ impl Workspace {
         let mut maturin = run::venv_command(&venv, "maturin");
         maturin
             .current_dir(&self.root)
-            .args(["build", "--release", "--locked", "--target"])
+            .args(["build", "--profile", PROFILE, "--locked", "--target"])
             .arg(platform.triple)
             .arg("--out")
             .arg(&self.dist);
@@ -145,7 +148,7 @@ impl Workspace {
         let binary = self
             .target
             .join(platform.triple)
-            .join("release")
+            .join(PROFILE)
             .join(platform.exe(COMMAND));
         if !binary.is_file() {
             return Err(format!(
