@@ -8,6 +8,9 @@ use crate::{COMMAND, DIST_NAME, Result, Workspace, copy, mkdir, registry, run};
 use serde_json::{Value, json};
 use std::path::Path;
 
+/// Where the README's relative links point on npm's page, which has no repository beside it.
+const REPOSITORY: &str = "https://github.com/seren/seren-corpus-callosum";
+
 /// Writes both packages for `platform` as tarballs (`npm pack`) into `target/dist/`.
 pub fn packages(ws: &Workspace, platform: &Platform, binary: &Path) -> Result<()> {
     let stage = ws.target.join("dist-stage").join("npm");
@@ -41,7 +44,11 @@ pub fn packages(ws: &Workspace, platform: &Platform, binary: &Path) -> Result<()
         &launcher.join("bin").join(format!("{COMMAND}.js")),
     )?;
     copy(&ws.root.join("LICENSE"), &launcher.join("LICENSE"))?;
-    copy(&ws.root.join("README.md"), &launcher.join("README.md"))?;
+    let readme = crate::read(&ws.root.join("README.md"))?;
+    crate::write(
+        &launcher.join("README.md"),
+        &absolute_links(&readme, &format!("{REPOSITORY}/blob/v{}/", ws.version)),
+    )?;
     write_json(
         &launcher.join("package.json"),
         &launcher_manifest(ws, &server_name),
@@ -119,7 +126,44 @@ fn launcher_manifest(ws: &Workspace, server_name: &str) -> Value {
     manifest
 }
 
+/// `markdown` with every relative link target (`](docs/mcp.md#hosts)`) made absolute under
+/// `base`; urls with a scheme and same-page `#anchors` are left as they are.
+fn absolute_links(markdown: &str, base: &str) -> String {
+    let mut out = String::with_capacity(markdown.len());
+    let mut rest = markdown;
+    while let Some(at) = rest.find("](") {
+        let (before, after) = rest.split_at(at + 2);
+        out.push_str(before);
+        let relative = !(after.starts_with('#')
+            || after.starts_with("http://")
+            || after.starts_with("https://")
+            || after.starts_with("mailto:"));
+        if relative && after.contains(')') {
+            out.push_str(base);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
 fn write_json(path: &Path, value: &Value) -> Result<()> {
     let text = serde_json::to_string_pretty(value).expect("JSON values serialize");
     crate::write(path, &format!("{text}\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_links_point_at_the_tagged_repository() {
+        let base = "https://x/blob/v1/";
+        let text = "[a](docs/mcp.md#hosts), [b](#install), [c](https://y/z), [d](LICENSE) ](";
+        assert_eq!(
+            absolute_links(text, base),
+            "[a](https://x/blob/v1/docs/mcp.md#hosts), [b](#install), [c](https://y/z), \
+             [d](https://x/blob/v1/LICENSE) ]("
+        );
+    }
 }
