@@ -302,7 +302,7 @@ const DIST_NAME: &str = "seren-corpus-callosum-rs";
 /// tool from uv's cache (`.../uv/.../archive-v0/<id>/bin/`); the npm package's launcher says
 /// `SEREN_SCC_LAUNCHER=npx` when npx runs it from its own cache.
 fn launch(exe: &std::path::Path, launcher: Option<&str>) -> Vec<String> {
-    let words = |line: &str| line.split(' ').map(str::to_owned).collect();
+    let words = |words: &[&str]| words.iter().map(|w| (*w).to_owned()).collect();
     let components: Vec<String> = exe
         .components()
         .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
@@ -310,9 +310,9 @@ fn launch(exe: &std::path::Path, launcher: Option<&str>) -> Vec<String> {
     let in_uv_cache = components.iter().any(|c| c == "uv")
         && components.iter().any(|c| c.starts_with("archive-v"));
     if launcher == Some("npx") {
-        words(&format!("npx -y {DIST_NAME}"))
+        words(&["npx", "-y", DIST_NAME])
     } else if in_uv_cache {
-        words(&format!("uvx --from {DIST_NAME} seren-corpus-callosum"))
+        words(&["uvx", "--from", DIST_NAME, "seren-corpus-callosum"])
     } else {
         vec![exe.display().to_string()]
     }

@@ -228,7 +228,6 @@ class Run:
         line = f"claude mcp add {COMMAND} -- uvx --from {DIST_NAME} {COMMAND} stdio -c {written}"
         check(line in out, f"init's Claude Code line is not {line!r}:\n{out}")
         check('"command": "uvx"' in out, f"init's Claude Desktop entry does not run uvx:\n{out}")
-        # The entry it printed works: the host's own words, with the starter (no stores yet).
         return f"wrote {written.relative_to(self.home)}; entries run uvx --from {DIST_NAME}"
 
     def demo(self) -> str:
@@ -301,8 +300,11 @@ class Run:
         return f"entries run npx -y {DIST_NAME}"
 
     def mcpb(self) -> tuple[Path, dict[str, Any]]:
-        bundle = self.one("*.mcpb")
+        """The bundle unpacked (once) as a host unpacks it, and its manifest."""
         unpacked = self.work / "mcpb"
+        if unpacked.is_dir():
+            return unpacked, json.loads((unpacked / "manifest.json").read_text())
+        bundle = self.one("*.mcpb")
         with zipfile.ZipFile(bundle) as z:
             z.extractall(unpacked)
             for info in z.infolist():  # zipfile drops the mode; a host keeps it

@@ -3,17 +3,14 @@
 //! names that platform alone.
 
 use crate::platform::Platform;
-use crate::{COMMAND, DIST_NAME, Result, Workspace, copy, mkdir, run};
+use crate::{COMMAND, DIST_NAME, Result, Workspace, copy, fresh_dir, mkdir, run, write_json};
 use serde_json::{Value, json};
 use std::path::Path;
 
 /// Packs `target/dist/seren-corpus-callosum-rs-<version>-<platform>.mcpb`.
 pub fn pack(ws: &Workspace, platform: &Platform, binary: &Path) -> Result<()> {
     let stage = ws.target.join("dist-stage").join("mcpb");
-    if stage.exists() {
-        std::fs::remove_dir_all(&stage)
-            .map_err(|e| format!("cannot clear {}: {e}", stage.display()))?;
-    }
+    fresh_dir(&stage)?;
     mkdir(&stage.join("server"))?;
     let source = ws
         .root
@@ -24,8 +21,7 @@ pub fn pack(ws: &Workspace, platform: &Platform, binary: &Path) -> Result<()> {
         .map_err(|e| format!("{}: {e}", source.display()))?;
     manifest_for(&mut manifest, &ws.version, platform)
         .map_err(|e| format!("{}: {e}", source.display()))?;
-    let text = serde_json::to_string_pretty(&manifest).expect("JSON values serialize");
-    crate::write(&stage.join("manifest.json"), &format!("{text}\n"))?;
+    write_json(&stage.join("manifest.json"), &manifest)?;
     copy(binary, &stage.join("server").join(platform.exe(COMMAND)))?;
     copy(&ws.root.join("LICENSE"), &stage.join("LICENSE"))?;
 

@@ -107,11 +107,7 @@ impl Workspace {
             platform.triple,
             self.dist.display()
         );
-        if self.dist.exists() {
-            std::fs::remove_dir_all(&self.dist)
-                .map_err(|e| format!("cannot clear {}: {e}", self.dist.display()))?;
-        }
-        mkdir(&self.dist)?;
+        fresh_dir(&self.dist)?;
         let binary = self.wheel(platform)?;
         run::check_version(&binary, &self.version)?;
         npm::packages(self, platform, &binary)?;
@@ -205,6 +201,24 @@ pub fn read(path: &Path) -> Result<String> {
 
 pub fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// `value` as indented JSON with a final newline, the way the files it replaces are written.
+pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
+    write(path, &format!("{}\n", pretty(value)))
+}
+
+pub fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).expect("JSON values serialize")
+}
+
+/// `path` as an empty directory: what an earlier run left there is removed.
+pub fn fresh_dir(path: &Path) -> Result<()> {
+    if path.exists() {
+        std::fs::remove_dir_all(path)
+            .map_err(|e| format!("cannot clear {}: {e}", path.display()))?;
+    }
+    mkdir(path)
 }
 
 pub fn mkdir(path: &Path) -> Result<()> {

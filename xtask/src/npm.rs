@@ -4,7 +4,9 @@
 //! skips the others; nothing is downloaded by a script at install time.
 
 use crate::platform::{self, Platform};
-use crate::{COMMAND, DIST_NAME, Result, Workspace, copy, mkdir, registry, run};
+use crate::{
+    COMMAND, DIST_NAME, Result, Workspace, copy, fresh_dir, mkdir, registry, run, write_json,
+};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -14,10 +16,7 @@ const REPOSITORY: &str = "https://github.com/seren/seren-corpus-callosum";
 /// Writes both packages for `platform` as tarballs (`npm pack`) into `target/dist/`.
 pub fn packages(ws: &Workspace, platform: &Platform, binary: &Path) -> Result<()> {
     let stage = ws.target.join("dist-stage").join("npm");
-    if stage.exists() {
-        std::fs::remove_dir_all(&stage)
-            .map_err(|e| format!("cannot clear {}: {e}", stage.display()))?;
-    }
+    fresh_dir(&stage)?;
     let server_name = registry::server_name(ws)?;
 
     let own = stage.join(platform.npm_package());
@@ -145,11 +144,6 @@ fn absolute_links(markdown: &str, base: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-fn write_json(path: &Path, value: &Value) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).expect("JSON values serialize");
-    crate::write(path, &format!("{text}\n"))
 }
 
 #[cfg(test)]

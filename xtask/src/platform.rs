@@ -89,10 +89,10 @@ impl Platform {
     /// The suffix of this platform's npm package and bundle: `linux-x64-gnu`, `darwin-arm64`,
     /// `win32-x64-msvc`.
     pub fn suffix(&self) -> String {
-        match (self.node_os, self.libc) {
-            ("linux", _) => format!("linux-{}-gnu", self.node_cpu),
-            ("win32", _) => format!("win32-{}-msvc", self.node_cpu),
-            (os, _) => format!("{os}-{}", self.node_cpu),
+        match self.node_os {
+            "linux" => format!("linux-{}-gnu", self.node_cpu),
+            "win32" => format!("win32-{}-msvc", self.node_cpu),
+            os => format!("{os}-{}", self.node_cpu),
         }
     }
 
@@ -117,5 +117,21 @@ mod tests {
             "seren-corpus-callosum-rs-linux-x64-gnu"
         );
         assert_eq!(ALL[4].exe("x"), "x.exe");
+    }
+
+    /// The Node launcher keeps its own table (it runs with no xtask beside it): it must name each
+    /// platform's package under Node's `platform-arch`.
+    #[test]
+    fn the_launcher_finds_every_platform_package() {
+        let launcher = include_str!("../npm/launcher.js");
+        for platform in &ALL {
+            let entry = format!(
+                "\"{}-{}\": \"{}\"",
+                platform.node_os,
+                platform.node_cpu,
+                platform.npm_package()
+            );
+            assert!(launcher.contains(&entry), "launcher.js lacks {entry}");
+        }
     }
 }

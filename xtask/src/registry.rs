@@ -36,8 +36,7 @@ pub fn server_json(template: &str, version: &str, bundles: &[PathBuf]) -> Result
     for bundle in bundles {
         packages.push(mcpb_package(bundle, version)?);
     }
-    let text = serde_json::to_string_pretty(&server).expect("JSON values serialize");
-    Ok(format!("{text}\n"))
+    Ok(format!("{}\n", crate::pretty(&server)))
 }
 
 fn check(server: &Value, version: &str) -> Result<()> {
