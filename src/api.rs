@@ -448,6 +448,7 @@ const KNOWN_FIELDS: &[&str] = &[
     "bearer_token_env",
     "bearer_token_keyring",
     "timeout_s",
+    "tls_ca_file",
     "options",
     "hits",
     "id",

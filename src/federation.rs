@@ -27,15 +27,12 @@ use std::time::{Duration, Instant};
 
 pub use crate::limits::{MAX_N_RESULTS, MAX_QUERY_BYTES};
 
-/// Why the federation could not be built.
-#[derive(Debug, thiserror::Error)]
-#[error("could not build the HTTP client for stores: {0}")]
-pub struct BuildError(#[from] reqwest::Error);
+/// Why the federation could not be built: the store clients could not be.
+pub use crate::store::clients::BuildError;
 
 /// The shared core.
 pub struct Federation {
     roster: Roster,
-    client: reqwest::Client,
     health: Health,
     /// This process's id in chains of callosums (see `chain`).
     id: Id,
@@ -78,25 +75,17 @@ pub struct Reloaded {
 }
 
 impl Federation {
-    /// Binds the configured stores and builds the one HTTP client every store call shares (its
-    /// connection pool keeps connections to each store alive between searches).
+    /// Binds the configured stores and builds the HTTP clients store calls share (their
+    /// connection pools keep connections to each store alive between searches; a store with
+    /// `tls_ca_file` gets its own, `store::clients`).
     pub fn new(config: Config) -> Result<Self, BuildError> {
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("seren-corpus-callosum/", env!("CARGO_PKG_VERSION")))
-            .tls_built_in_webpki_certs(true)
-            .tls_built_in_native_certs(config.tls.trust_system_store)
-            // A redirect would send the query (and perhaps a token) somewhere not configured.
-            .redirect(reqwest::redirect::Policy::none())
-            .tcp_nodelay(true)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build()?;
+        let clients = crate::store::clients::Clients::new(config.tls.trust_system_store)?;
         let max_searches = config.server.max_in_flight;
         let knobs = RwLock::new(Arc::new(Knobs::from_config(&config)));
         Ok(Self {
             knobs,
             health: Health::new(config.federation.breaker),
-            roster: Roster::new(Arc::new(config)),
-            client,
+            roster: Roster::new(Arc::new(config), clients),
             id: Id::random(),
             searches: tokio::sync::Semaphore::new(max_searches),
             metrics: crate::metrics::Metrics::default(),
@@ -259,25 +248,15 @@ impl Federation {
         request: &SearchRequest,
         chain: &Chain,
     ) -> Result<SearchAnswer, Refusal> {
-        if chain.passed(self.id) {
-            return Err(Refusal::new(
-                RefusalKind::Loop,
-                "loop: this search has already passed through this callosum",
-            ));
-        }
+        let (knobs, n, budget, _searching) = self.admit(request, chain)?;
         let query = request.query.as_str();
-        // The knobs this search runs with, whatever changes while it runs.
-        let knobs = self.knobs();
-        let n = Self::check_request(query, request.n_results, &knobs)?;
-        let shaping = &knobs.shaping;
-        let budget = check_budget(request.budget_tokens)?.or(shaping.budget_tokens);
-        let Ok(_searching) = self.searches.try_acquire() else {
-            return Err(Refusal::new(
-                RefusalKind::Busy,
-                "busy: too many searches in flight; retry shortly",
-            ));
-        };
-        let cut = Cut::new(shaping, knobs.k, n, request.n_results.is_some(), budget);
+        let cut = Cut::new(
+            &knobs.shaping,
+            knobs.k,
+            n,
+            request.n_results.is_some(),
+            budget,
+        );
         let ask = packet::ask(n, knobs.fetch_multiplier, budget);
         let fan = self.roster.fan();
         let spend = Spend::new(&fan, &knobs, chain, self.answers.purse());
@@ -313,7 +292,7 @@ impl Federation {
         let tokens = ranked_cost + packet_cost(rows[ranked..].iter().map(|row| &row.hit));
         Ok(SearchAnswer {
             query: query.to_owned(),
-            hits: rows.into_iter().map(Row::into_wire).collect(),
+            hits: rows.into_iter().map(wire).collect(),
             budget_tokens: budget,
             tokens,
             stores_searched: first.answered,
@@ -321,6 +300,40 @@ impl Federation {
             skipped: fan.skipped(),
             notes,
         })
+    }
+
+    /// Lets a search in, or says why not: a loop, a bad request, too many searches at once. It
+    /// runs with the knobs read here, whatever changes while it runs, for `n` hits and a page of
+    /// `budget` tokens, holding one of the in-flight slots until the permit drops.
+    fn admit(
+        &self,
+        request: &SearchRequest,
+        chain: &Chain,
+    ) -> Result<
+        (
+            Arc<Knobs>,
+            usize,
+            Option<usize>,
+            tokio::sync::SemaphorePermit<'_>,
+        ),
+        Refusal,
+    > {
+        if chain.passed(self.id) {
+            return Err(Refusal::new(
+                RefusalKind::Loop,
+                "loop: this search has already passed through this callosum",
+            ));
+        }
+        let knobs = self.knobs();
+        let n = Self::check_request(&request.query, request.n_results, &knobs)?;
+        let budget = check_budget(request.budget_tokens)?.or(knobs.shaping.budget_tokens);
+        let Ok(searching) = self.searches.try_acquire() else {
+            return Err(Refusal::new(
+                RefusalKind::Busy,
+                "busy: too many searches in flight; retry shortly",
+            ));
+        };
+        Ok((knobs, n, budget, searching))
     }
 
     /// Why a search over no stores found nothing, in words a model can act on.
@@ -405,7 +418,7 @@ impl Federation {
         let mut last_round: Option<usize> = None;
         for hop in 2..=shaping.hops {
             let room = shaping.hop_budget.saturating_sub(kept.len());
-            if room == 0 || left.is_some_and(|left| left < 2) {
+            if room == 0 || crate::packet::page::is_full(*left) {
                 break;
             }
             if let Err(why) = round.spend.room(first_took) {
@@ -420,30 +433,7 @@ impl Federation {
             let frontier = last_round.map_or(packet, |start| &kept[start..]);
             let bridge = hops::bridge(round.query, frontier, shaping.hop_terms);
             let results = self.fan_out(round, &bridge).await;
-            let stores = round.fan.bound.len();
-            let count = |what: fn(&Unanswered) -> bool| {
-                (results.iter())
-                    .filter(|r| r.as_ref().is_err_and(what))
-                    .count()
-            };
-            let (not_asked, late) = (
-                count(Unanswered::not_asked),
-                count(|why| matches!(why, Unanswered::Deadline(_))),
-            );
-            if not_asked > 0 {
-                notes.push(format!(
-                    "hop round {hop} asked {} of {stores} stores: {}",
-                    stores - not_asked,
-                    Spend::spent(round.chains.0.budget)
-                ));
-            }
-            if late > 0 {
-                notes.push(format!(
-                    "hop round {hop}: {late} of {stores} stores gave no answer within this \
-                     search's {:.2}s deadline",
-                    round.spend.limit.as_secs_f64()
-                ));
-            }
+            notes.extend(hop_notes(round, hop, &results));
             let ranked = Round::collect(round, results).rank(round.cut);
             let new = hops::keep_new(ranked, hop, &bridge, room, seen, left);
             if new.is_empty() {
@@ -468,7 +458,7 @@ impl Federation {
     ) -> Result<Vec<Row>, String> {
         let budget = round.knobs.shaping.edge_budget;
         let topics = edges::topics(rows);
-        if topics.is_empty() || stores.is_empty() || left.is_some_and(|left| left < 2) {
+        if topics.is_empty() || stores.is_empty() || crate::packet::page::is_full(*left) {
             return Ok(Vec::new());
         }
         round.spend.room(first_took)?;
@@ -481,7 +471,6 @@ impl Federation {
             let answer = bound
                 .caller
                 .by_topic(
-                    &self.client,
                     &topics,
                     budget,
                     &exclude,
@@ -583,7 +572,7 @@ impl Federation {
         let started = std::time::Instant::now();
         let cut = how.1.timeout < round.knobs.call(bound).timeout;
         let result = (bound.caller)
-            .search(&self.client, query, ask, how, &round.spend.purse)
+            .search(query, ask, how, &round.spend.purse)
             .await;
         if cut && matches!(result, Err(store::Failure::Timeout(_))) {
             // Not the store's fault: a probe under way is handed on (the guard says so).
@@ -665,10 +654,7 @@ impl Federation {
             row.breaker = Some(self.health.breaker(&row.name));
         }
         for row in &mut rows {
-            if let Some(set) = knobs.stores.get(&row.name) {
-                row.weight = set.weight.unwrap_or(row.weight);
-                row.floor = set.floor.unwrap_or(row.floor);
-            }
+            (row.weight, row.floor) = knobs.live(&row.name, row.weight, row.floor);
         }
         Stores {
             stores: rows,
@@ -912,6 +898,57 @@ impl<'a> Round<'a> {
             .into_iter()
             .map(|fused| Row::fused(&bound[fused.list].name, fused))
             .collect()
+    }
+}
+
+/// What a hop round could not do, for the answer's `notes`: stores its call budget left unasked,
+/// and stores that gave no answer within the search's deadline.
+fn hop_notes(
+    round: &Hop<'_>,
+    hop: usize,
+    results: &[Result<Vec<store::Hit>, Unanswered>],
+) -> Vec<String> {
+    let stores = round.fan.bound.len();
+    let count = |what: fn(&Unanswered) -> bool| {
+        (results.iter())
+            .filter(|r| r.as_ref().is_err_and(what))
+            .count()
+    };
+    let (not_asked, late) = (
+        count(Unanswered::not_asked),
+        count(|why| matches!(why, Unanswered::Deadline(_))),
+    );
+    let mut notes = Vec::new();
+    if not_asked > 0 {
+        notes.push(format!(
+            "hop round {hop} asked {} of {stores} stores: {}",
+            stores - not_asked,
+            Spend::spent(round.chains.0.budget)
+        ));
+    }
+    if late > 0 {
+        notes.push(format!(
+            "hop round {hop}: {late} of {stores} stores gave no answer within this search's \
+             {:.2}s deadline",
+            round.spend.limit.as_secs_f64()
+        ));
+    }
+    notes
+}
+
+/// A packet row as the wire shows it: the one place the packet's rows become `api` hits, so
+/// the packet never imports `api`.
+fn wire(row: Row) -> crate::api::Hit {
+    crate::api::Hit {
+        store: row.store,
+        id: row.hit.id,
+        content: row.hit.content,
+        score: row.score,
+        store_rank: u32::try_from(row.rank).unwrap_or(u32::MAX),
+        base_relevance: row.hit.base_relevance,
+        native_score: row.hit.native_score,
+        raw_distance: row.hit.raw_distance,
+        metadata: row.hit.metadata,
     }
 }
 

@@ -22,6 +22,7 @@
 //! router tells it, with the same function auth uses).
 
 use crate::config::Server;
+use crate::hosts::{host_of, normalize_origin};
 use crate::text::escaped;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -278,52 +279,9 @@ fn is_own_origin(origin: &HeaderValue, host: Option<&HeaderValue>) -> bool {
     authority == Some(host.trim().to_ascii_lowercase().as_str())
 }
 
-/// The host part of a `Host` header value or a configured name, lower case, without port,
-/// brackets or a trailing root dot: `[::1]:7423` → `::1`, `Callosum.LAN.:80` → `callosum.lan`.
-pub fn host_of(value: &str) -> String {
-    let value = value.trim();
-    let host = if let Some(rest) = value.strip_prefix('[') {
-        rest.split(']').next().unwrap_or_default()
-    } else {
-        match value.rsplit_once(':') {
-            // One colon followed by digits is a port; more colons is a bare IPv6 address.
-            Some((host, port))
-                if !host.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                host
-            }
-            _ => value,
-        }
-    };
-    host.trim_end_matches('.').to_ascii_lowercase()
-}
-
 fn is_wildcard(host: &str) -> bool {
     host.parse::<std::net::IpAddr>()
         .is_ok_and(|ip| ip.is_unspecified())
-}
-
-/// An origin as compared: lower case, no trailing slash.
-pub fn normalize_origin(origin: &str) -> String {
-    origin.trim().trim_end_matches('/').to_ascii_lowercase()
-}
-
-/// Checks one configured origin: `http://` or `https://`, a host, an optional port, nothing else.
-pub fn check_origin_setting(origin: &str) -> Result<String, String> {
-    let normalized = normalize_origin(origin);
-    let authority = normalized
-        .strip_prefix("http://")
-        .or_else(|| normalized.strip_prefix("https://"));
-    match authority {
-        Some(a) if !a.is_empty() && !a.contains(['/', '?', '#', '@', ' ', '*']) => Ok(normalized),
-        _ if normalized == "*" => Err(
-            "'*' is not accepted: it would let every web page call this service; name each origin"
-                .into(),
-        ),
-        _ => Err(format!(
-            "{origin:?} is not an origin; write scheme://host[:port], as https://app.example"
-        )),
-    }
 }
 
 /// A header value fit to quote in a message (see [`escaped`]).
@@ -355,21 +313,6 @@ mod tests {
             map.insert(*name, HeaderValue::from_str(value).unwrap());
         }
         map
-    }
-
-    #[test]
-    fn host_names_are_read_without_port_brackets_case_or_root_dot() {
-        for (value, host) in [
-            ("localhost:7423", "localhost"),
-            ("LOCALHOST", "localhost"),
-            ("[::1]:7423", "::1"),
-            ("::1", "::1"),
-            ("127.0.0.1:80", "127.0.0.1"),
-            ("Callosum.LAN.:8443", "callosum.lan"),
-            ("rebind.attacker.example:7423", "rebind.attacker.example"),
-        ] {
-            assert_eq!(host_of(value), host, "{value}");
-        }
     }
 
     #[test]
@@ -505,27 +448,6 @@ mod tests {
             let refused = check_content_type(&map).unwrap_err();
             assert_eq!(refused.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
             assert!(refused.detail.contains(named), "{}", refused.detail);
-        }
-    }
-
-    #[test]
-    fn origin_settings_are_checked() {
-        assert_eq!(
-            check_origin_setting("https://App.example:8443/"),
-            Ok("https://app.example:8443".into())
-        );
-        assert!(
-            check_origin_setting("*")
-                .unwrap_err()
-                .contains("every web page")
-        );
-        for bad in [
-            "app.example",
-            "https://app.example/path",
-            "ftp://x",
-            "https://",
-        ] {
-            assert!(check_origin_setting(bad).is_err(), "{bad}");
         }
     }
 }

@@ -6,8 +6,10 @@
 use crate::api::NewStore;
 use crate::api::{Refusal, RefusalKind, SearchRequest, decode_json};
 use crate::chain::Chain;
-use crate::config::Secret;
+use crate::config::{OAuth, PROTECTED_RESOURCE_PATH};
 use crate::federation::Federation;
+use crate::oauth::{Access, Verifier};
+use crate::secret::Secret;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
@@ -115,7 +117,14 @@ pub fn router(state: AppState) -> Router {
         is_public
     };
     let guard = Arc::new(crate::guard::Guard::new(server, public));
-    let auth = (token, public);
+    let auth = Arc::new(Auth {
+        token,
+        oauth: server.oauth.clone().map(|settings| {
+            let trust_system_store = state.federation.config().tls.trust_system_store;
+            Arc::new(Verifier::new(settings, trust_system_store))
+        }),
+        public,
+    });
     let access_log = AccessLog {
         on: server.access_log,
         queries: server.log_queries,
@@ -159,6 +168,11 @@ pub fn routes(state: &AppState) -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/stores/{name}", delete(remove_store)),
         ("/configure", post(configure)),
         ("/knobs", get(knobs)),
+        (PROTECTED_RESOURCE_PATH, get(protected_resource)),
+        (
+            "/.well-known/oauth-protected-resource/{*resource}",
+            get(protected_resource),
+        ),
         ("/viewer", get(viewer)),
         ("/viewer/", get(viewer)),
         ("/mcp", mcp.clone()),
@@ -221,6 +235,18 @@ async fn configure(
 ) -> Result<Response, ApiError> {
     let request: crate::api::ConfigureRequest = decode_body(body)?;
     Ok(Json(state.federation.configure(&request)?).into_response())
+}
+
+/// The protected-resource metadata (RFC 9728), at the path-inserted url and at the bare one;
+/// 404 when `server.oauth` is not set.
+async fn protected_resource(State(state): State<AppState>, uri: axum::http::Uri) -> Response {
+    let Some(oauth) = &state.federation.config().server.oauth else {
+        return not_found().await.into_response();
+    };
+    if uri.path() != PROTECTED_RESOURCE_PATH && uri.path() != oauth.metadata_path() {
+        return not_found().await.into_response();
+    }
+    Json(crate::oauth::metadata(oauth)).into_response()
 }
 
 async fn knobs(State(state): State<AppState>) -> Response {
@@ -380,15 +406,18 @@ async fn limit_in_flight(
     next.run(request).await
 }
 
-/// Paths anyone may read, token or not: the service card, health, and the viewer page itself
-/// (which then asks for the token before it calls anything gated).
+/// Paths anyone may read, token or not: the service card, health, the viewer page itself
+/// (which then asks for the token before it calls anything gated), and the protected-resource
+/// metadata that tells a client where to get a token.
 pub fn is_public(method: &Method, path: &str) -> bool {
     (method == Method::GET || method == Method::HEAD)
         && (path == "/"
             || path == "/health"
             || path.starts_with("/health/")
             || path == "/viewer"
-            || path.starts_with("/viewer/"))
+            || path.starts_with("/viewer/")
+            || path == PROTECTED_RESOURCE_PATH
+            || path.starts_with("/.well-known/oauth-protected-resource/"))
 }
 
 /// Which paths anyone may read: [`is_public`], or [`is_public_with_metrics`].
@@ -400,43 +429,114 @@ pub fn is_public_with_metrics(method: &Method, path: &str) -> bool {
         || ((method == Method::GET || method == Method::HEAD) && path == "/metrics")
 }
 
+/// Who may call the gated routes: the holder of the static token (everything), the holder of an
+/// access token from `server.oauth`'s issuer (what its scopes allow), or, with neither set,
+/// anyone.
+struct Auth {
+    token: Option<Secret>,
+    oauth: Option<Arc<Verifier>>,
+    public: Public,
+}
+
+/// The scope a route needs of an access token; `None` for `/mcp`, whose tools each check theirs
+/// (`mcp.rs`), so that a read-only token can still search over MCP.
+fn needed_scope<'a>(method: &Method, path: &str, oauth: &'a OAuth) -> Option<&'a str> {
+    let writes = (method == Method::POST && (path == "/stores" || path == "/configure"))
+        || (method == Method::DELETE && path.starts_with("/stores/"));
+    if path == "/mcp" || path == "/mcp/" {
+        None
+    } else if writes {
+        Some(&oauth.write_scope)
+    } else {
+        Some(&oauth.read_scope)
+    }
+}
+
 async fn require_token(
-    State((token, public)): State<(Option<Secret>, Public)>,
-    request: Request,
+    State(auth): State<Arc<Auth>>,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    let Some(token) = token else {
-        return next.run(request).await;
-    };
-    if public(request.method(), request.uri().path()) || bearer_matches(request.headers(), &token) {
+    let gated = auth.token.is_some() || auth.oauth.is_some();
+    if !gated || (auth.public)(request.method(), request.uri().path()) {
         return next.run(request).await;
     }
-    // The request body was never read, so the connection cannot carry another request cleanly:
-    // say so, or a client that reuses it may see the connection drop under its next request.
+    let given = bearer(request.headers()).map(str::to_owned);
+    if let (Some(token), Some(given)) = (&auth.token, &given)
+        && constant_time_eq(given.as_bytes(), token.expose().as_bytes())
+    {
+        request.extensions_mut().insert(Access::Full);
+        return next.run(request).await;
+    }
+    let Some(verifier) = &auth.oauth else {
+        return refuse_auth(StatusCode::UNAUTHORIZED, "unauthorized", "Bearer".into());
+    };
+    let settings = verifier.settings();
+    let metadata = settings.metadata_url();
+    let Some(given) = given else {
+        let challenge = format!("Bearer resource_metadata=\"{metadata}\"");
+        return refuse_auth(StatusCode::UNAUTHORIZED, "unauthorized", challenge);
+    };
+    let access = match verifier.verify(&given).await {
+        Ok(access) => access,
+        Err(why) => {
+            let challenge = format!(
+                "Bearer error=\"invalid_token\", error_description=\"{why}\", resource_metadata=\"{metadata}\""
+            );
+            return refuse_auth(
+                StatusCode::UNAUTHORIZED,
+                &format!("unauthorized: {why}"),
+                challenge,
+            );
+        }
+    };
+    if let Some(scope) = needed_scope(request.method(), request.uri().path(), settings)
+        && !access.allows(scope)
+    {
+        let challenge = format!(
+            "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{metadata}\""
+        );
+        let detail = format!(
+            "forbidden: this needs the scope {scope}, which the access token does not grant"
+        );
+        return refuse_auth(StatusCode::FORBIDDEN, &detail, challenge);
+    }
+    request.extensions_mut().insert(access);
+    next.run(request).await
+}
+
+/// A refused request: `detail`, the `WWW-Authenticate` challenge, and `Connection: close` (the
+/// request body was never read, so the connection cannot carry another request cleanly; a
+/// client that reuses it might see it drop under its next request).
+fn refuse_auth(status: StatusCode, detail: &str, challenge: String) -> Response {
     let mut response = ApiError {
         close: true,
-        ..ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized")
+        ..ApiError::new(status, detail)
     }
     .into_response();
+    // Built from the configuration and fixed words only: never from what the request sent.
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
     response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
+}
+
+/// The token of an `Authorization: Bearer <token>` header (scheme in any case), trimmed.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, given) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| given.trim())
+        .filter(|given| !given.is_empty())
 }
 
 /// Whether the request carries `Authorization: Bearer <token>` (scheme in any case).
 pub fn bearer_matches(headers: &HeaderMap, token: &Secret) -> bool {
-    let Some(value) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let Some((scheme, given)) = value.trim().split_once(' ') else {
-        return false;
-    };
-    scheme.eq_ignore_ascii_case("bearer")
-        && constant_time_eq(given.trim().as_bytes(), token.expose().as_bytes())
+    bearer(headers)
+        .is_some_and(|given| constant_time_eq(given.as_bytes(), token.expose().as_bytes()))
 }
 
 /// Compares without an early exit (`subtle`), so the time taken does not tell how much of a guess
@@ -480,13 +580,13 @@ async fn request_id(State(log): State<AccessLog>, request: Request, next: Next) 
     let path = request.uri().path().to_owned();
     let mut response = next.run(request).await;
     let status = response.status().as_u16();
-    let ms = (started.elapsed().as_secs_f64() * 1000.0 * 100.0).round() / 100.0;
+    let ms = crate::text::millis(started.elapsed());
     let path = crate::text::escaped(&path);
     let searched = response.extensions().get::<Searched>();
     let (asked, failed) = searched.map_or((None, None), |s| (Some(s.asked), Some(s.failed)));
     let query = searched
         .filter(|_| log.queries)
-        .map(|s| crate::text::escaped(&crate::text::cut(&s.query, 200)));
+        .map(|s| crate::text::logged_query(&s.query));
     if log.on {
         tracing::info!(%method, %path, status, ms, rid = %id, stores_asked = asked, stores_failed = failed, query, "request");
     } else {

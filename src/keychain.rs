@@ -15,7 +15,7 @@
 //! Every call blocks (D-Bus, the kernel, a system API): async callers run it on a blocking thread.
 //! Messages name the pointer and the reason, never the secret.
 
-use crate::config::Secret;
+use crate::secret::Secret;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -58,11 +58,15 @@ impl Knobs {
 
     /// A bound store's weight and floor under these knobs.
     pub fn weight_and_floor(&self, bound: &Bound) -> (f64, f64) {
-        let set = self.stores.get(&bound.name).copied().unwrap_or_default();
-        (
-            set.weight.unwrap_or(bound.weight),
-            set.floor.unwrap_or(bound.floor),
-        )
+        self.live(&bound.name, bound.weight, bound.floor)
+    }
+
+    /// The weight and floor in force for the store `name` whose entry says `weight` and
+    /// `floor`: what `/configure` set for it, else the entry's. The one place they are decided,
+    /// for searches, `GET /stores`, `/configure`'s answer and `GET /knobs` alike.
+    pub fn live(&self, name: &str, weight: f64, floor: f64) -> (f64, f64) {
+        let set = self.stores.get(name).copied().unwrap_or_default();
+        (set.weight.unwrap_or(weight), set.floor.unwrap_or(floor))
     }
 
     /// How this search calls `bound`.
@@ -425,12 +429,8 @@ impl Knobs {
                 .filter_map(|knob| knob.name.as_deref().map(str::trim))
                 .filter_map(|name| {
                     let row = rows.iter().find(|row| row.name == name)?;
-                    let set = self.stores.get(name).copied().unwrap_or_default();
-                    Some(serde_json::json!({
-                        "name": name,
-                        "weight": set.weight.unwrap_or(row.weight),
-                        "floor": set.floor.unwrap_or(row.floor),
-                    }))
+                    let (weight, floor) = self.live(name, row.weight, row.floor);
+                    Some(serde_json::json!({"name": name, "weight": weight, "floor": floor}))
                 })
                 .collect();
             changed.insert("stores".into(), named.into());
@@ -540,7 +540,7 @@ fn row(key: &str, what: &str, live: Value, yaml: Option<Value>, default: Value) 
 /// A store's weight and floor: live (with any run-time override), as the file has them (a store
 /// of the file's; an added one has none), and the defaults.
 fn store_rows(store: &StoreRow, live: &Knobs, file: Option<&Config>) -> StoreKnobRows {
-    let set = live.stores.get(&store.name).copied().unwrap_or_default();
+    let (weight, floor) = live.live(&store.name, store.weight, store.floor);
     let in_file = file.and_then(|file| {
         file.federation
             .stores
@@ -552,14 +552,14 @@ fn store_rows(store: &StoreRow, live: &Knobs, file: Option<&Config>) -> StoreKno
         row(
             "weight",
             "every score of this store is multiplied by it: the cross-store trust lever",
-            set.weight.unwrap_or(store.weight).into(),
+            weight.into(),
             in_file.map(|entry| entry.weight.into()),
             1.0.into(),
         ),
         row(
             "floor",
             "hits whose relevance is below it are dropped before ranking",
-            set.floor.unwrap_or(store.floor).into(),
+            floor.into(),
             in_file.map(|entry| entry.floor.into()),
             0.0.into(),
         ),

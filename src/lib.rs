@@ -8,6 +8,8 @@
 //!
 //! The modules, in reading order (ARCHITECTURE.md has the map and the invariants):
 //! - [`limits`]: every bound the service holds to, with its reason.
+//! - [`secret`]: a token or password whose `Debug` never shows it.
+//! - [`hosts`]: host names and web origins as settings and headers give them.
 //! - [`config`]: the YAML file plus `SEREN_SCC_*` overrides, parsed into a validated [`config::Config`].
 //! - [`keychain`]: the OS keychain that `*_keyring` token pointers name.
 //! - [`overlay`]: the machine-managed `runtime-stores.json` beside it.
@@ -15,13 +17,18 @@
 //! - [`metadata`]: a hit's metadata kept as one JSON text, written once, passed through.
 //! - [`ledger`]: the bytes of store answers a search and the process hold, each bounded.
 //! - [`fusion`]: pure weighted RRF over ranked lists.
+//! - [`packet`]: the packet a model reads: pages, seats, the authority lead, edges, hops (pure).
 //! - [`roster`]: the live set of stores (config + overlay) and each one's bind status.
 //! - [`health`]: per-store call records and the circuit breaker that reads them.
 //! - [`metrics`]: the Prometheus families of `GET /metrics`: names, buckets, the exposition.
 //! - [`api`]: the wire types both edges speak.
+//! - [`knobs`]: the live knobs, read once per search, changed by `/configure` and a reload.
+//! - [`render`]: the answer as compact text.
 //! - [`chain`]: where a search stands among callosums: via ids, depth, call budget.
 //! - [`federation`]: the one core both edges call: fan out, collect failures, fuse, answer.
+//! - [`reload`]: hot reload of the config file and the overlay.
 //! - [`guard`]: what keeps web pages out: the Host allow-list, the Origin check, JSON-only bodies.
+//! - [`oauth`]: the OAuth 2.1 resource server: access tokens checked against the issuer's keys.
 //! - [`http`]: the REST routes, auth, and request ids.
 //! - [`listener`]: the accept loop: connection cap with idle eviction, header timeout, graceful drain.
 //! - [`jsonrpc`]: JSON-RPC framing in front of rmcp (answers what rmcp leaves out).
@@ -37,6 +44,7 @@ pub mod federation;
 pub mod fusion;
 pub mod guard;
 pub mod health;
+pub mod hosts;
 pub mod http;
 pub mod jsonrpc;
 pub mod keychain;
@@ -47,11 +55,13 @@ pub mod listener;
 pub mod mcp;
 pub mod metadata;
 pub mod metrics;
+pub mod oauth;
 pub mod overlay;
 pub mod packet;
 pub mod reload;
 pub mod render;
 pub mod roster;
+pub mod secret;
 pub mod store;
 pub mod text;
 

@@ -15,6 +15,9 @@ pub const MAX_QUERY_BYTES: usize = 8 * 1024;
 pub const MAX_N_RESULTS: i64 = 200;
 /// The default cap on one store's response body.
 pub const DEFAULT_BODY_CAP: usize = 8 * 1024 * 1024;
+/// The largest `tls_ca_file` read: a CA bundle is a few KiB (the whole webpki root set is about
+/// 200 KiB of PEM), and the file is read whole, at bind time, once per store.
+pub const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;
 /// How deep a value inside a hit's metadata may nest: every answer stays readable by clients with
 /// serde_json's 128-level limit.
 pub const MAX_METADATA_DEPTH: usize = 64;
@@ -27,14 +30,20 @@ pub const DEFAULT_CALL_BUDGET: u32 = 256;
 pub const DEFAULT_MAX_STORES: usize = 64;
 /// The highest `federation.max_stores` accepted.
 pub const MAX_MAX_STORES: usize = 1024;
-/// The highest `server.max_connections`, `max_in_flight` or `max_mcp_sessions` accepted: far
+/// Open connections one listener holds unless `server.max_connections` says otherwise.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Requests handled at once unless `server.max_in_flight` says otherwise; more are answered 503.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+/// How long a request's head (and then its body) may take unless `server.header_timeout_s`
+/// says otherwise.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long shutdown waits for open requests before it stops anyway.
+pub const DRAIN: Duration = Duration::from_secs(10);
+/// The highest `server.max_connections` or `max_in_flight` accepted: far
 /// above what one process serves, far below what makes tokio's semaphore panic.
 pub const MAX_SERVER_CAP: usize = 1_000_000;
 /// The longest line read from an MCP host over stdio.
 pub const MAX_STDIO_LINE: usize = 1024 * 1024;
-/// How long an MCP session over HTTP may sit idle before it is closed (rmcp's default is five
-/// minutes). A client that comes back later gets 404 and starts a new session, as the spec says.
-pub const MCP_SESSION_IDLE: Duration = Duration::from_secs(120);
 /// How long a keychain write or delete may take before a roster change goes on without it (a
 /// locked keychain may wait on a prompt nobody answers).
 pub const KEYCHAIN_WAIT: Duration = Duration::from_secs(10);

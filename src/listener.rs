@@ -36,9 +36,9 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_connections: 1024,
-            header_timeout: Duration::from_secs(10),
-            drain: Duration::from_secs(10),
+            max_connections: crate::limits::DEFAULT_MAX_CONNECTIONS,
+            header_timeout: crate::limits::DEFAULT_HEADER_TIMEOUT,
+            drain: crate::limits::DRAIN,
         }
     }
 }

@@ -404,6 +404,7 @@ fn check_exposure(config: &Config) -> Result<(), ExitCode> {
                 "REFUSING TO START: {at} is reachable from the network and no bearer token is set.\n\
                  Fix it one of three ways:\n\
                  \x20 1. set a token: server.bearer_token / server.bearer_token_env, or SEREN_SCC_BEARER_TOKEN\n\
+                 \x20    (or take access tokens from an authorization server: server.oauth)\n\
                  \x20 2. bind loopback: server.host: 127.0.0.1 (or --host 127.0.0.1)\n\
                  \x20 3. accept an open service: server.allow_open_lan: true, or SEREN_SCC_ALLOW_OPEN_LAN=1"
             );
@@ -714,6 +715,7 @@ async fn check(config: Config) -> anyhow::Result<ExitCode> {
     };
     let mut healthy = check_stores(&federation.stores(), &answer, &mut out);
     healthy &= check_mcp_tools(&federation, &mut out).await;
+    healthy &= check_issuer(&federation.config(), &mut out).await;
     emit(&out)?;
     Ok(if token_error {
         ExitCode::from(EXIT_CONFIG)
@@ -722,6 +724,36 @@ async fn check(config: Config) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(2)
     })
+}
+
+/// Whether `server.oauth`'s issuer gives its signing keys (true when no issuer is set).
+async fn check_issuer(config: &Config, out: &mut String) -> bool {
+    use std::fmt::Write;
+    let Some(oauth) = &config.server.oauth else {
+        return true;
+    };
+    let verifier =
+        seren_corpus_callosum::oauth::Verifier::new(oauth.clone(), config.tls.trust_system_store);
+    match verifier.probe().await {
+        Ok((_, 0)) => {
+            let _ = writeln!(
+                out,
+                "oauth:   FAIL the issuer publishes no signing key this server can use"
+            );
+            false
+        }
+        Ok((uri, keys)) => {
+            let _ = writeln!(out, "oauth:   ok {keys} signing key(s) from {uri}");
+            true
+        }
+        Err(why) => {
+            let _ = writeln!(
+                out,
+                "oauth:   FAIL cannot read the issuer's signing keys: {why}"
+            );
+            false
+        }
+    }
 }
 
 /// What `check` says of the configuration itself: the files, where the token comes from, what is
@@ -748,6 +780,17 @@ fn check_header(config: &Config) -> String {
         TokenSource::Env(name) => format!("inbound token from ${name}"),
     };
     let _ = writeln!(out, "auth:    {auth}");
+    if let Some(oauth) = &config.server.oauth {
+        let _ = writeln!(
+            out,
+            "oauth:   access tokens from {} for {} (read: {}, write: {}); metadata at {}",
+            oauth.issuer,
+            oauth.resource,
+            oauth.read_scope,
+            oauth.write_scope,
+            oauth.metadata_url()
+        );
+    }
     let _ = writeln!(
         out,
         "packet:  {}",

@@ -13,26 +13,18 @@ use crate::api::{
 };
 use crate::chain::Chain;
 use crate::federation::Federation;
-use futures_util::Stream;
+use crate::oauth::Access;
 use rmcp::handler::server::common::schema_for_input;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Json;
-use rmcp::model::{CallToolResult, ContentBlock};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{CallToolResult, ContentBlock, Extensions};
 use rmcp::model::{
     Implementation, JsonObject, RequestMetaObject, ServerCapabilities, ServerConfig,
 };
-use rmcp::transport::streamable_http_server::session::ServerSseMessage;
-use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, LocalSessionManagerError,
-};
-use rmcp::transport::streamable_http_server::{
-    SessionId, SessionManager, StreamableHttpServerConfig, StreamableHttpService,
-};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -140,10 +132,8 @@ fn log_search(federation: &Federation, query: &str, answer: &SearchAnswer, start
     if !server.access_log {
         return;
     }
-    let ms = (started.elapsed().as_secs_f64() * 1000.0 * 100.0).round() / 100.0;
-    let query = server
-        .log_queries
-        .then(|| crate::text::escaped(&crate::text::cut(query, 200)));
+    let ms = crate::text::millis(started.elapsed());
+    let query = server.log_queries.then(|| crate::text::logged_query(query));
     tracing::info!(
         tool = "search",
         ms,
@@ -162,6 +152,37 @@ fn arguments<T: serde::de::DeserializeOwned>(arguments: JsonObject) -> Result<T,
 
 fn refused(refusal: Refusal) -> String {
     refusal.detail
+}
+
+/// Which of `server.oauth`'s scopes a tool needs.
+#[derive(Clone, Copy)]
+enum Scope {
+    Read,
+    Write,
+}
+
+impl CallosumMcp {
+    /// Refuses a call over HTTP whose access token does not grant the scope `tool` needs. Over
+    /// stdio, with the static token, or with no auth set, every tool may be called.
+    fn authorized(&self, extensions: &Extensions, tool: &str, scope: Scope) -> Result<(), String> {
+        let access = extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Access>());
+        let (Some(access), Some(oauth)) = (access, &self.federation.config().server.oauth) else {
+            return Ok(());
+        };
+        let needed = match scope {
+            Scope::Read => &oauth.read_scope,
+            Scope::Write => &oauth.write_scope,
+        };
+        if access.allows(needed) {
+            return Ok(());
+        }
+        Err(format!(
+            "forbidden: {tool} needs the scope {needed}, which this access token does not grant; \
+             sign in again asking for {needed}"
+        ))
+    }
 }
 
 #[tool_router]
@@ -194,7 +215,9 @@ fewer tokens. Read-only.",
         &self,
         args: JsonObject,
         meta: RequestMetaObject,
+        extensions: Extensions,
     ) -> Result<CallToolResult, String> {
+        self.authorized(&extensions, "search", Scope::Read)?;
         let args: SearchToolRequest = arguments(args)?;
         // A callosum that fans this one through MCP says where the search stands in `_meta`.
         let chain = Chain::from_meta(&meta.0.0);
@@ -233,7 +256,8 @@ for add_store. Read-only.",
             open_world_hint = false
         )
     )]
-    async fn list_stores(&self) -> Result<Json<Stores>, String> {
+    async fn list_stores(&self, extensions: Extensions) -> Result<Json<Stores>, String> {
+        self.authorized(&extensions, "list_stores", Scope::Read)?;
         Ok(Json(self.federation.stores()))
     }
 
@@ -243,10 +267,10 @@ for add_store. Read-only.",
         description = "Add a memory store to the fan, live: it is searched from the very next search, \
 and kept across restarts (in the runtime overlay, never in the config file). `type` is one of the types \
 list_stores shows (seren_memory for a SerenMemory, seren_loci for a SerenLoci, seren_callosum for \
-another callosum, mcp for one tool of any MCP server reached at its http:// url: give a `preset` \
+another callosum, mcp for one tool of any MCP server reached at its http(s):// url: give a `preset` \
 (server-memory, seren-loci, seren-memory, callosum) or a `tool` and the JSON pointers that map its \
-result). A program (`command`) is never taken here, nor a token by name (`token_env`): give `token` \
-itself. Only changes which stores are read, never what is in them. Fails with a clear message on a \
+result). A program (`command`) is never taken here, nor a token by name (`token_env`), nor a file \
+to read (`tls_ca_file`): give `token` itself. Only changes which stores are read, never what is in them. Fails with a clear message on a \
 duplicate name, an unknown type, a key not in this schema, a bad pointer, or a url that is not http(s).",
         input_schema = input_schema::<NewStore>(),
         output_schema = output_schema::<Added>(),
@@ -258,7 +282,12 @@ duplicate name, an unknown type, a key not in this schema, a bad pointer, or a u
             open_world_hint = true
         )
     )]
-    async fn add_store(&self, args: JsonObject) -> Result<Json<Added>, String> {
+    async fn add_store(
+        &self,
+        args: JsonObject,
+        extensions: Extensions,
+    ) -> Result<Json<Added>, String> {
+        self.authorized(&extensions, "add_store", Scope::Write)?;
         let new: NewStore = arguments(args)?;
         self.federation
             .add_store(new)
@@ -283,7 +312,12 @@ config file cannot be removed here. The store's data is untouched.",
             open_world_hint = false
         )
     )]
-    async fn remove_store(&self, args: JsonObject) -> Result<Json<Removed>, String> {
+    async fn remove_store(
+        &self,
+        args: JsonObject,
+        extensions: Extensions,
+    ) -> Result<Json<Removed>, String> {
+        self.authorized(&extensions, "remove_store", Scope::Write)?;
         let args: RemoveRequest = arguments(args)?;
         self.federation
             .remove_store(args.name.trim())
@@ -369,155 +403,34 @@ async fn serve_session(
 }
 
 /// MCP over streamable HTTP, as a service to mount at `/mcp` (it answers on any path it is given).
-/// Cancelling `shutdown` ends every session and open stream, so the server's graceful shutdown
-/// never waits on them.
+///
+/// Stateless for every client, of either protocol era: a client on a revision before 2026-07-28
+/// (session mode) gets no `Mcp-Session-Id`, so each of its requests is served whole by whichever
+/// replica it reaches, and a balancer in front of N of them needs nothing sticky. Nothing this
+/// server sends needs a server-to-client stream (no sampling, no elicitation, no notifications
+/// of its own), so no session is kept: `GET` and `DELETE` are 405, and no per-session memory
+/// exists to be piled up. Cancelling `shutdown` ends every request under way, so the server's
+/// graceful shutdown never waits on them.
 pub fn http_service(
     federation: Arc<Federation>,
     shutdown: CancellationToken,
-) -> StreamableHttpService<CallosumMcp, Sessions> {
+) -> StreamableHttpService<CallosumMcp, NeverSessionManager> {
     // The Host and Origin checks are the guard's (`guard.rs`), which wraps `/mcp` like every
     // other route: one list, one check, so rmcp's own copies are turned off.
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
         .with_max_request_body_bytes(crate::limits::MAX_BODY_BYTES)
+        .with_legacy_session_mode(false)
+        // A plain JSON answer for a call that sends nothing before its result: no event stream
+        // to frame, and clients read it as they read any JSON body.
+        .with_json_response(true)
         .disable_allowed_hosts()
         .disable_allowed_origins();
-    let sessions = Sessions::new(federation.config().server.max_mcp_sessions);
     StreamableHttpService::new(
         move || Ok(CallosumMcp::new(federation.clone())),
-        sessions.into(),
+        Arc::new(NeverSessionManager::default()),
         config,
     )
-}
-
-/// rmcp's in-memory sessions, capped: at `cap` sessions a new one closes the session used least
-/// recently, so `initialize` posts (each session holds a task and buffers, about 70 KB) cannot
-/// pile up; 20,000 of them once held 1.38 GB. The closed session's client gets 404 on its next
-/// request and starts again.
-pub struct Sessions {
-    inner: LocalSessionManager,
-    cap: usize,
-    /// When each open session last carried a request. Only whole inserts and removes happen under
-    /// this lock, and it is never held across an await.
-    used: Mutex<HashMap<SessionId, Instant>>,
-}
-
-impl Sessions {
-    pub fn new(cap: usize) -> Self {
-        let mut inner = LocalSessionManager::default();
-        inner.session_config.keep_alive = Some(crate::limits::MCP_SESSION_IDLE);
-        Self {
-            inner,
-            cap: cap.max(1),
-            used: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// How many sessions are open.
-    pub fn len(&self) -> usize {
-        self.used().len()
-    }
-
-    /// Whether no session is open.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn used(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Instant>> {
-        self.used
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn touch(&self, id: &SessionId) {
-        if let Some(at) = self.used().get_mut(id) {
-            *at = Instant::now();
-        }
-    }
-}
-
-impl SessionManager for Sessions {
-    type Error = LocalSessionManagerError;
-    type Transport = <LocalSessionManager as SessionManager>::Transport;
-
-    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        // Chosen and taken out of the count under one lock, so two `initialize` posts at the cap
-        // cannot both pick the same session and both add one.
-        let victim = {
-            let mut used = self.used();
-            let oldest = (used.len() >= self.cap)
-                .then(|| {
-                    used.iter()
-                        .min_by_key(|(_, at)| **at)
-                        .map(|(id, _)| id.clone())
-                })
-                .flatten();
-            if let Some(id) = &oldest {
-                used.remove(id);
-            }
-            oldest
-        };
-        if let Some(id) = victim {
-            tracing::debug!(session = %id, cap = self.cap, "MCP session cap reached; closing the one used least recently");
-            self.inner.close_session(&id).await?;
-        }
-        let (id, transport) = self.inner.create_session().await?;
-        self.used().insert(id.clone(), Instant::now());
-        Ok((id, transport))
-    }
-
-    async fn initialize_session(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.touch(id);
-        self.inner.initialize_session(id, message).await
-    }
-
-    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        self.inner.has_session(id).await
-    }
-
-    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.used().remove(id);
-        self.inner.close_session(id).await
-    }
-
-    async fn create_stream(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.touch(id);
-        self.inner.create_stream(id, message).await
-    }
-
-    async fn accept_message(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<(), Self::Error> {
-        self.touch(id);
-        self.inner.accept_message(id, message).await
-    }
-
-    async fn create_standalone_stream(
-        &self,
-        id: &SessionId,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.touch(id);
-        self.inner.create_standalone_stream(id).await
-    }
-
-    async fn resume(
-        &self,
-        id: &SessionId,
-        last_event_id: String,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.touch(id);
-        self.inner.resume(id, last_event_id).await
-    }
 }
 
 #[cfg(test)]

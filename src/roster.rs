@@ -17,6 +17,7 @@ use crate::config::{Config, Invalid, RawStoreEntry, StoreEntry};
 use crate::keychain::Pointer;
 use crate::limits::KEYCHAIN_WAIT;
 use crate::overlay;
+use crate::store::clients::Clients;
 use crate::store::mcp::McpStore;
 use crate::store::mcp::client::Link;
 use crate::store::{self, Caller, Remote};
@@ -116,14 +117,18 @@ struct Inner {
     live: RwLock<Arc<Fan>>,
     /// The overlay writes made, and those that failed, for `GET /metrics`.
     writes: crate::metrics::Writes,
+    /// The shared store clients, and what a store's own is built from: fixed at start (`tls:`
+    /// is a start-only setting).
+    clients: Clients,
 }
 
 impl Roster {
     /// Reads the overlay and binds every store. An unreadable overlay is not fatal: it is logged,
-    /// shown on `GET /stores`, and never overwritten.
-    pub fn new(config: Arc<Config>) -> Self {
+    /// shown on `GET /stores`, and never overwritten. Every store is called through `clients`
+    /// (a store with `tls_ca_file`, through its own client built from them).
+    pub fn new(config: Arc<Config>, clients: Clients) -> Self {
         Self {
-            inner: Arc::new(Inner::new(config)),
+            inner: Arc::new(Inner::new(config, clients)),
         }
     }
 
@@ -188,7 +193,7 @@ async fn finish(change: tokio::task::JoinHandle<Result<usize, Refusal>>) -> Resu
 }
 
 impl Inner {
-    fn new(config: Arc<Config>) -> Self {
+    fn new(config: Arc<Config>, clients: Clients) -> Self {
         let backing = overlay::Backing::for_config(&config);
         // A file is read now; a table is read by the first `refresh` (it needs the network).
         let read = backing.path().map_or(Ok(Vec::new()), overlay::load);
@@ -205,7 +210,7 @@ impl Inner {
                 }
             }
         };
-        let fan = build_fan(&config, &state.entries, state.error.clone(), None);
+        let fan = build_fan(&config, &clients, &state.entries, state.error.clone(), None);
         for skip in fan.skipped() {
             tracing::warn!(store = %skip.name, reason = %skip.reason, "store skipped");
         }
@@ -215,6 +220,7 @@ impl Inner {
             overlay: tokio::sync::Mutex::new(state),
             live: RwLock::new(Arc::new(fan)),
             writes: crate::metrics::Writes::default(),
+            clients,
         }
     }
 
@@ -437,10 +443,11 @@ impl Inner {
     /// keychain, which blocks (D-Bus, a system API).
     async fn rebuild(&self, entries: &[Value], overlay_error: Option<String>) -> Fan {
         let config = self.config();
+        let clients = self.clients.clone();
         let entries = entries.to_vec();
         let before = self.fan();
         let built = tokio::task::spawn_blocking(move || {
-            build_fan(&config, &entries, overlay_error, Some(&before))
+            build_fan(&config, &clients, &entries, overlay_error, Some(&before))
         })
         .await;
         // The closure does not panic (binding reports every problem as a skip); were it to, the
@@ -555,6 +562,11 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
             "{key} is refused here: a store that runs a program can only be written in the config file, never added over the network; give an mcp store a url instead"
         )));
     }
+    if new.unknown.contains_key("tls_ca_file") {
+        return Err(Refusal::bad_request(
+            "tls_ca_file is refused here: a store added over the network never makes the service read a file; write a store that needs a private CA in the config file",
+        ));
+    }
     if let Some(key) = new.unknown_key() {
         return Err(Refusal::bad_request(refused_key(key)));
     }
@@ -623,6 +635,7 @@ fn refused_key(key: &str) -> String {
 /// the very same entry is kept as it was (an MCP server keeps running through a change of others).
 fn build_fan(
     config: &Config,
+    clients: &Clients,
     overlay: &[Value],
     overlay_error: Option<String>,
     before: Option<&Fan>,
@@ -648,7 +661,7 @@ fn build_fan(
     for (managed, entry) in entries {
         let row = match entry {
             Ok(entry) => {
-                let status = fan.admit(config, &entry, &mut names, before);
+                let status = fan.admit((config, clients), &entry, &mut names, before);
                 row(entry, managed, status)
             }
             Err(invalid) => StoreRow {
@@ -680,6 +693,7 @@ fn overlay_entry(config: &Config, i: usize, value: &Value) -> Result<StoreEntry,
         .map(|checked| {
             checked
                 .and_then(|entry| program_refused(entry, &place))
+                .and_then(|entry| file_refused(entry, &place))
                 .and_then(|entry| pointer_refused(config, entry, value, &place))
         });
     entry.unwrap_or_else(|message| {
@@ -707,6 +721,21 @@ fn program_refused(entry: StoreEntry, place: &str) -> Result<StoreEntry, Invalid
         }),
         Endpoint::Url(_) => Ok(entry),
     }
+}
+
+/// A file to read comes only from the config file, as a program does: an overlay entry that names
+/// a `tls_ca_file` is skipped before anything is read, so no network surface makes the callosum
+/// open a path of the writer's choosing.
+fn file_refused(entry: StoreEntry, place: &str) -> Result<StoreEntry, Invalid> {
+    if entry.tls_ca_file.is_some() {
+        return Err(Invalid {
+            name: entry.name,
+            reason: format!(
+                "invalid entry: {place} names a tls_ca_file; a file the callosum reads can only be named in the config file"
+            ),
+        });
+    }
+    Ok(entry)
 }
 
 /// A token comes into the overlay only as itself, or as the keychain entry the callosum made for
@@ -777,7 +806,7 @@ impl Fan {
     /// before is a duplicate, past the cap the roster is full, a disabled entry is listed only.
     fn admit(
         &mut self,
-        config: &Config,
+        (config, clients): (&Config, &Clients),
         entry: &StoreEntry,
         names: &mut HashSet<String>,
         before: Option<&Fan>,
@@ -806,7 +835,7 @@ impl Fan {
             self.bound.push(bound.clone());
             return StoreStatus::Active;
         }
-        match bind(config, entry) {
+        match bind(config, clients, entry) {
             Ok(bound) => {
                 self.bound.push(Arc::new(bound));
                 StoreStatus::Active
@@ -830,10 +859,20 @@ impl Fan {
     }
 }
 
-fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
+fn bind(config: &Config, clients: &Clients, entry: &StoreEntry) -> Result<Bound, String> {
     // The config's one rule (inline, keychain, env; failing closed): a pointer that leads
     // nowhere skips the store, which is never called without the token it needs.
     let token = config.store_token(entry)?;
+    // A relative `tls_ca_file` is read beside the config file that names it (only the config
+    // file may: the overlay's entries are refused one).
+    let ca_file = entry
+        .tls_ca_file
+        .as_ref()
+        .map(|path| match config.path.parent() {
+            Some(folder) if path.is_relative() => folder.join(path),
+            _ => path.clone(),
+        });
+    let ca_file = ca_file.as_deref();
     let caller = match (&entry.endpoint, entry.kind == store::mcp::TYPE.name) {
         (endpoint, true) => {
             let spec = store::mcp::Spec::parse(&entry.options)?;
@@ -841,6 +880,7 @@ fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
                 Endpoint::Url(url) => Link::Http {
                     url: url.exact().clone(),
                     token,
+                    client: clients.mcp(ca_file)?,
                 },
                 Endpoint::Program(_) if config.found_in_working_dir => {
                     return Err(format!(
@@ -855,7 +895,7 @@ fn bind(config: &Config, entry: &StoreEntry) -> Result<Bound, String> {
         (Endpoint::Url(url), false) => {
             let protocol = store::build(&entry.kind, &entry.options)?;
             let path = store::search_path(&entry.options)?;
-            let remote = Remote::new(url.join(&path), token, protocol);
+            let remote = Remote::new(url.join(&path), token, protocol, clients.http(ca_file)?);
             Caller::Http(if store::speaks_topics(&entry.kind) {
                 remote.with_topics(url.join(&store::topic_search_path(&entry.options)?))
             } else {
@@ -888,7 +928,10 @@ mod tests {
             std::fs::write(dir.path().join("runtime-stores.json"), text).unwrap();
         }
         let config = Config::parse(&path, yaml, &crate::config::Env::none()).unwrap();
-        (Roster::new(Arc::new(config)), dir)
+        (
+            Roster::new(Arc::new(config), Clients::new(false).unwrap()),
+            dir,
+        )
     }
 
     fn statuses(roster: &Roster) -> Vec<(String, bool, String)> {

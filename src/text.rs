@@ -29,6 +29,17 @@ pub fn escaped(text: &str) -> String {
     out
 }
 
+/// A search's query as its log line shows it (with `server.log_queries`): cut, then escaped.
+/// The REST request line and the MCP tool call's both go through here.
+pub fn logged_query(query: &str) -> String {
+    escaped(&cut(query, 200))
+}
+
+/// Milliseconds, to two decimals, as log lines give a request's time.
+pub fn millis(elapsed: std::time::Duration) -> f64 {
+    (elapsed.as_secs_f64() * 1000.0 * 100.0).round() / 100.0
+}
+
 /// Text fit for a terminal: a control character (an escape sequence that sets the title or writes
 /// the clipboard, a carriage return that overwrites the line) or a bidi override becomes a space,
 /// so what a store sends cannot act on the terminal or fake a line of output.

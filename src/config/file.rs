@@ -1,88 +1,14 @@
 //! The file as written: every field optional so a partial file works, read with serde_yaml so a
 //! wrong type names its key and line, and every key nobody reads named in a warning.
 
+use super::scalar::Flag;
 use super::store::RawStoreEntry;
 use serde::Deserialize;
-use serde::de::{self, Deserializer, Visitor};
-use std::fmt;
 use std::path::Path;
 
 /// Keys the Python 5.3.0 service reads that this service does not implement. A file that holds them
 /// still starts; each is named once in a warning.
 const PYTHON_ONLY_KEYS: &[&str] = &["updates", "federation.fusion_mode"];
-
-/// A YAML scalar read as text: `name: 7` is the store "7", as in the Python service.
-pub(super) struct Scalar(pub String);
-
-impl<'de> Deserialize<'de> for Scalar {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ScalarVisitor;
-        impl Visitor<'_> for ScalarVisitor {
-            type Value = Scalar;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
-                Ok(Scalar(v.to_owned()))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
-                Ok(Scalar(v.to_string()))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
-                Ok(Scalar(v.to_string()))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
-                Ok(Scalar(v.to_string()))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Scalar, E> {
-                Ok(Scalar(v.to_string()))
-            }
-        }
-        deserializer.deserialize_any(ScalarVisitor)
-    }
-}
-
-/// A boolean that also takes the Python service's truthy strings (1/true/yes/on, 0/false/no/off).
-/// Read through a visitor (not via an intermediate value) so a bad word is reported at its own
-/// key and line.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Flag(pub bool);
-
-impl<'de> Deserialize<'de> for Flag {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct FlagVisitor;
-        impl Visitor<'_> for FlagVisitor {
-            type Value = Flag;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("true or false (or 1/yes/on, 0/no/off)")
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Flag, E> {
-                Ok(Flag(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Flag, E> {
-                Ok(Flag(v != 0))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Flag, E> {
-                Ok(Flag(v != 0))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Flag, E> {
-                parse_flag(v)
-                    .map(Flag)
-                    .ok_or_else(|| E::invalid_value(de::Unexpected::Str(v), &self))
-            }
-        }
-        deserializer.deserialize_any(FlagVisitor)
-    }
-}
-
-/// Reads a truthy or falsy word; `None` when it is neither.
-pub(super) fn parse_flag(text: &str) -> Option<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" | "" => Some(false),
-        _ => None,
-    }
-}
 
 /// The file as written. Every field is optional so a partial file works; defaults come later.
 #[derive(Debug, Default, Deserialize)]
@@ -111,13 +37,13 @@ pub(super) struct FileServer {
     pub(super) allowed_origins: Option<Vec<String>>,
     pub(super) max_connections: Option<usize>,
     pub(super) max_in_flight: Option<usize>,
-    pub(super) max_mcp_sessions: Option<usize>,
     pub(super) header_timeout_s: Option<f64>,
     pub(super) mcp_format: Option<String>,
     pub(super) access_log: Option<Flag>,
     pub(super) watch: Option<Flag>,
     pub(super) overlay_url: Option<String>,
     pub(super) log_queries: Option<Flag>,
+    pub(super) oauth: Option<super::oauth::FileOAuth>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -169,7 +95,12 @@ pub(super) fn read(
     })
     .map_err(|e| value_free(&e))?;
     for key in ignored {
-        if PYTHON_ONLY_KEYS.contains(&key.as_str()) {
+        if key == "server.max_mcp_sessions" {
+            warnings.push(format!(
+                "{}: 'server.max_mcp_sessions' is no longer read: MCP over HTTP keeps no sessions; ignored",
+                path.display()
+            ));
+        } else if PYTHON_ONLY_KEYS.contains(&key.as_str()) {
             warnings.push(format!(
                 "{}: '{key}' is a Python-service setting this service does not implement; ignored",
                 path.display()

@@ -15,12 +15,15 @@
 //! It does not read the runtime overlay (see `overlay`) and does not bind stores (see `roster`).
 
 mod file;
+mod oauth;
+mod scalar;
 mod secret;
 mod store;
 #[cfg(test)]
 mod tests;
 
-pub use secret::{Missing, Pointers, Secret};
+pub use crate::secret::Secret;
+pub use secret::{Missing, Pointers};
 pub use store::{
     Endpoint, Invalid, Program, RawStoreEntry, StoreEntry, StoreUrl, check_name, weight_and_floor,
 };
@@ -28,6 +31,7 @@ pub use store::{
 use crate::keychain::{Keychain, Pointer};
 use crate::limits::{MAX_CONFIG_BYTES, MAX_N_RESULTS};
 use file::{FileFederation, FileServer};
+pub use oauth::{OAuth, PROTECTED_RESOURCE_PATH};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -202,8 +206,6 @@ pub struct Server {
     pub max_connections: usize,
     /// Requests handled at once; more are answered 503 at once.
     pub max_in_flight: usize,
-    /// MCP sessions over HTTP held at once; one more closes the one idle longest.
-    pub max_mcp_sessions: usize,
     /// How long a connection may take to send a request's headers (and may sit idle between
     /// requests) before it is closed.
     pub header_timeout: Duration,
@@ -218,6 +220,9 @@ pub struct Server {
     /// The request line of a search also carries its query (`server.log_queries`, default off:
     /// a query is what a person asked).
     pub log_queries: bool,
+    /// The authorization server whose access tokens are taken beside the static token
+    /// (`server.oauth`, contract §6b).
+    pub oauth: Option<OAuth>,
 }
 
 /// Where the inbound token comes from, as `check` and `GET /knobs` may say it.
@@ -319,7 +324,12 @@ fn check_overlay_url(url: &str) -> Result<Option<Secret>, String> {
     }
     #[cfg(feature = "postgres")]
     {
-        crate::overlay::postgres::check_url(url)?;
+        let config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
+            format!("not a PostgreSQL url this client reads: {e}")
+        })?;
+        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+            return Err("sslmode=require is not supported: this build connects without TLS (use a TLS tunnel to a remote server, or sslmode=disable on a private network)".into());
+        }
         Ok(Secret::new(url))
     }
     #[cfg(not(feature = "postgres"))]
@@ -530,53 +540,62 @@ impl Config {
     /// YAML names: every `server:` and `tls:` setting (the listener, the token and the guard are
     /// built once), and the breaker's (every store's circuit runs on them).
     pub fn needs_restart(&self, new: &Config) -> Vec<String> {
-        let (a, b) = (&self.server, &new.server);
-        let token = |s: &Server| {
-            (
-                s.token.as_ref().map(|t| t.expose().to_owned()),
-                s.token_source.clone(),
-                s.token_error.clone(),
-            )
-        };
+        // Taken apart field by field, so a `server:` setting added later does not compile until
+        // it is named here: `keep_start_settings` keeps the whole block, and a setting it kept
+        // without saying so would look live and be ignored.
+        let Server {
+            host,
+            port,
+            token,
+            token_error,
+            token_source,
+            allow_open_lan,
+            public_metrics,
+            allowed_hosts,
+            allowed_origins,
+            max_connections,
+            max_in_flight,
+            header_timeout,
+            mcp_format,
+            access_log,
+            watch,
+            log_queries,
+            oauth,
+        } = &self.server;
+        let b = &new.server;
+        let same_token = token.as_ref().map(Secret::expose) == b.token.as_ref().map(Secret::expose)
+            && *token_source == b.token_source
+            && *token_error == b.token_error;
         let checks = [
-            ("server.host", a.host != b.host),
-            ("server.port", a.port != b.port),
-            ("server.bearer_token", token(a) != token(b)),
-            (
-                "server.allow_open_lan",
-                a.allow_open_lan != b.allow_open_lan,
-            ),
-            (
-                "server.public_metrics",
-                a.public_metrics != b.public_metrics,
-            ),
-            ("server.allowed_hosts", a.allowed_hosts != b.allowed_hosts),
+            ("server.host", *host != b.host),
+            ("server.port", *port != b.port),
+            ("server.bearer_token", !same_token),
+            ("server.allow_open_lan", *allow_open_lan != b.allow_open_lan),
+            ("server.public_metrics", *public_metrics != b.public_metrics),
+            ("server.allowed_hosts", *allowed_hosts != b.allowed_hosts),
             (
                 "server.allowed_origins",
-                a.allowed_origins != b.allowed_origins,
+                *allowed_origins != b.allowed_origins,
             ),
             (
                 "server.max_connections",
-                a.max_connections != b.max_connections,
+                *max_connections != b.max_connections,
             ),
-            ("server.max_in_flight", a.max_in_flight != b.max_in_flight),
-            (
-                "server.max_mcp_sessions",
-                a.max_mcp_sessions != b.max_mcp_sessions,
-            ),
+            ("server.max_in_flight", *max_in_flight != b.max_in_flight),
+            ("server.oauth", *oauth != b.oauth),
             (
                 "server.header_timeout_s",
-                a.header_timeout != b.header_timeout,
+                *header_timeout != b.header_timeout,
             ),
-            ("server.mcp_format", a.mcp_format != b.mcp_format),
-            ("server.access_log", a.access_log != b.access_log),
-            ("server.watch", a.watch != b.watch),
+            ("server.mcp_format", *mcp_format != b.mcp_format),
+            ("server.access_log", *access_log != b.access_log),
+            ("server.watch", *watch != b.watch),
+            ("server.log_queries", *log_queries != b.log_queries),
             (
                 "server.overlay_url",
                 self.overlay_url.as_ref().map(Secret::expose)
                     != new.overlay_url.as_ref().map(Secret::expose),
             ),
-            ("server.log_queries", a.log_queries != b.log_queries),
             (
                 "tls.trust_system_store",
                 self.tls.trust_system_store != new.tls.trust_system_store,
@@ -787,7 +806,7 @@ pub fn read_knobs(input: &KnobInput, prefix: &str, problems: &mut Vec<String>) -
     let n_results = within(
         &format!("{prefix}n_results"),
         input.n_results.unwrap_or(10),
-        1..=200,
+        1..=MAX_N_RESULTS as usize,
         problems,
     );
     let fetch_multiplier = within(
@@ -976,13 +995,25 @@ fn read_server(
             .filter(|h| !h.is_empty())
             .collect(),
         allowed_origins,
-        max_connections: cap("server.max_connections", s.max_connections, 1024, problems),
-        max_in_flight: cap("server.max_in_flight", s.max_in_flight, 256, problems),
-        max_mcp_sessions: cap("server.max_mcp_sessions", s.max_mcp_sessions, 256, problems),
+        max_connections: cap(
+            "server.max_connections",
+            s.max_connections,
+            crate::limits::DEFAULT_MAX_CONNECTIONS,
+            problems,
+        ),
+        max_in_flight: cap(
+            "server.max_in_flight",
+            s.max_in_flight,
+            crate::limits::DEFAULT_MAX_IN_FLIGHT,
+            problems,
+        ),
         header_timeout: seconds(
             "server.header_timeout_s",
-            Some(s.header_timeout_s.unwrap_or(10.0)),
-            Duration::from_secs(10),
+            Some(
+                s.header_timeout_s
+                    .unwrap_or(crate::limits::DEFAULT_HEADER_TIMEOUT.as_secs_f64()),
+            ),
+            crate::limits::DEFAULT_HEADER_TIMEOUT,
             problems,
         ),
         mcp_format: match s.mcp_format.as_deref().map(str::trim) {
@@ -995,6 +1026,7 @@ fn read_server(
         access_log: s.access_log.is_none_or(|f| f.0),
         watch: s.watch.is_none_or(|f| f.0),
         log_queries: s.log_queries.is_some_and(|f| f.0),
+        oauth: s.oauth.and_then(|block| oauth::read(block, problems)),
     };
     let asked = Asked {
         inline: s.bearer_token,
@@ -1051,7 +1083,7 @@ fn apply_env(
         ("SEREN_SCC_TRUST_SYSTEM_STORE", &mut tls.trust_system_store),
     ] {
         if let Some(value) = env.var(name) {
-            *target = file::parse_flag(&value).ok_or_else(|| ConfigError::Env {
+            *target = scalar::parse_flag(&value).ok_or_else(|| ConfigError::Env {
                 name,
                 message: format!("expected 1/true/yes/on or 0/false/no/off, got {value:?}"),
             })?;
@@ -1117,13 +1149,13 @@ fn comma_list(text: &str) -> Vec<String> {
 fn check_origins<'a>(origins: impl Iterator<Item = &'a str>) -> Result<Vec<String>, String> {
     origins
         .filter(|o| !o.trim().is_empty())
-        .map(crate::guard::check_origin_setting)
+        .map(crate::hosts::check_origin_setting)
         .collect()
 }
 
 /// Reads a `server.host` as loopback when it is `localhost`, `::1` or any `127.*` address.
 pub fn is_loopback(host: &str) -> bool {
-    let host = crate::guard::host_of(host);
+    let host = crate::hosts::host_of(host);
     host == "localhost"
         || host
             .parse::<std::net::IpAddr>()
@@ -1135,7 +1167,7 @@ pub fn is_loopback(host: &str) -> bool {
 pub enum Exposure {
     /// Loopback: this machine only.
     Loopback,
-    /// Open to the network, behind a token.
+    /// Open to the network, behind a token (the static one, or the authorization server's).
     Guarded,
     /// Open to the network with no token, because the operator said so.
     OpenByChoice,
@@ -1148,7 +1180,7 @@ impl Server {
     pub fn exposure(&self) -> Exposure {
         if is_loopback(&self.host) {
             Exposure::Loopback
-        } else if self.token.is_some() {
+        } else if self.token.is_some() || self.oauth.is_some() {
             Exposure::Guarded
         } else if self.allow_open_lan {
             Exposure::OpenByChoice

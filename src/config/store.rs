@@ -2,7 +2,7 @@
 //! unknown keys in `options`), and checked (the one name rule, the one url rule, the ranges).
 
 use super::Secret;
-use super::file::{Flag, Scalar};
+use super::scalar::{Flag, Scalar};
 use crate::keychain::Pointer;
 use crate::text::escaped;
 use serde::Deserialize;
@@ -10,6 +10,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// A store entry that cannot be bound (a missing name, type or url): reported as skipped.
@@ -38,6 +39,9 @@ pub struct StoreEntry {
     pub token_env: Option<String>,
     /// Overrides `federation.per_store_timeout_s` for this store.
     pub timeout: Option<Duration>,
+    /// A PEM file of CA certificates this store's https server is trusted by, beside the usual
+    /// roots (read when the store is bound). Only the config file names one.
+    pub tls_ca_file: Option<PathBuf>,
     /// Adapter extras (`search_path`, `project`, `include_*`) and any unknown key of the entry.
     pub options: Map<String, Value>,
 }
@@ -126,6 +130,9 @@ impl StoreEntry {
         if let Some(timeout) = self.timeout {
             object.insert("timeout_s".into(), timeout.as_secs_f64().into());
         }
+        if let Some(path) = &self.tls_ca_file {
+            object.insert("tls_ca_file".into(), path.to_string_lossy().into());
+        }
         if !self.options.is_empty() {
             object.insert("options".into(), Value::Object(self.options.clone()));
         }
@@ -152,6 +159,7 @@ pub struct RawStoreEntry {
     pub token_keyring: Option<String>,
     pub token_env: Option<String>,
     pub timeout_s: Option<f64>,
+    pub tls_ca_file: Option<String>,
     pub options: Map<String, Value>,
     /// Keys that were read and deliberately dropped (aliases that lost to the short key, `managed`).
     pub dropped: Vec<String>,
@@ -201,6 +209,9 @@ impl<'de> Visitor<'de> for RawStoreEntryVisitor {
                 }
                 "bearer_token_env" => alias_token_env = map.next_value::<Option<String>>()?,
                 "timeout_s" => entry.timeout_s = map.next_value()?,
+                "tls_ca_file" => {
+                    entry.tls_ca_file = map.next_value::<Option<Scalar>>()?.map(|s| s.0);
+                }
                 "options" => {
                     let options: Option<Map<String, Value>> = map.next_value()?;
                     // Explicit options win over stray top-level keys merged in earlier.
@@ -262,53 +273,12 @@ impl RawStoreEntry {
             return skip(&name, "missing type".into());
         };
         let field = |f: &str, why: String| format!("store '{name}': {f} {why}");
-        let endpoint = match (non_blank(&self.url), non_blank(&self.command)) {
-            (Some(_), Some(_)) => {
-                return Err(field("url", "and command: give exactly one".into()));
-            }
-            (Some(url), None) => {
-                Endpoint::Url(StoreUrl::parse(url).map_err(|why| field("url", why))?)
-            }
-            (None, Some(command)) if kind == crate::store::mcp::TYPE.name => {
-                Endpoint::Program(Program {
-                    command: command.to_owned(),
-                    args: self.args.clone().unwrap_or_default(),
-                    env: self.env.clone().unwrap_or_default(),
-                })
-            }
-            (None, Some(_)) => {
-                return Err(field(
-                    "command",
-                    format!("is only for stores of type mcp, not {kind}"),
-                ));
-            }
-            (None, None) if kind == crate::store::mcp::TYPE.name => {
-                return skip(
-                    &name,
-                    "missing url (or command, for a server over stdio)".into(),
-                );
-            }
-            (None, None) => return skip(&name, "missing url".into()),
+        let endpoint = match self.endpoint(&kind) {
+            Ok(Ok(endpoint)) => endpoint,
+            Ok(Err(reason)) => return skip(&name, reason),
+            Err((key, why)) => return Err(field(key, why)),
         };
-        if kind == crate::store::mcp::TYPE.name
-            && let Endpoint::Url(url) = &endpoint
-            && url.exact().scheme() == "https"
-        {
-            return Err(field(
-                "url",
-                "is https: mcp stores are called over http:// only in this release (put a local TLS-terminating proxy in front of a remote server)".into(),
-            ));
-        }
-        if !matches!(endpoint, Endpoint::Program(_)) {
-            for (key, given) in [("args", self.args.is_some()), ("env", self.env.is_some())] {
-                if given {
-                    return Err(field(
-                        key,
-                        "goes with command (a server over stdio), not url".into(),
-                    ));
-                }
-            }
-        }
+        let tls_ca_file = non_blank(&self.tls_ca_file).map(PathBuf::from);
         let (weight, floor) =
             weight_and_floor(self.weight, self.floor).map_err(|(f, why)| field(f, why))?;
         let timeout = match self.timeout_s {
@@ -334,8 +304,65 @@ impl RawStoreEntry {
             token_keyring,
             token_env: non_blank(&self.token_env).map(str::to_owned),
             timeout,
+            tls_ca_file,
             options: self.options,
         }))
+    }
+
+    /// Where the entry is reached: its url, or (an `mcp` store's only) the program to run, with
+    /// the keys that go with one and not the other checked. `Ok(Err(_))` is a missing endpoint
+    /// (the entry is skipped); `Err((key, why))` a key given where it does not belong.
+    fn endpoint(&self, kind: &str) -> Result<Result<Endpoint, String>, (&'static str, String)> {
+        let mcp = kind == crate::store::mcp::TYPE.name;
+        let endpoint = match (non_blank(&self.url), non_blank(&self.command)) {
+            (Some(_), Some(_)) => return Err(("url", "and command: give exactly one".into())),
+            (Some(url), None) => Endpoint::Url(StoreUrl::parse(url).map_err(|why| ("url", why))?),
+            (None, Some(command)) if mcp => Endpoint::Program(Program {
+                command: command.to_owned(),
+                args: self.args.clone().unwrap_or_default(),
+                env: self.env.clone().unwrap_or_default(),
+            }),
+            (None, Some(_)) => {
+                return Err((
+                    "command",
+                    format!("is only for stores of type mcp, not {kind}"),
+                ));
+            }
+            (None, None) if mcp => {
+                return Ok(Err(
+                    "missing url (or command, for a server over stdio)".into()
+                ));
+            }
+            (None, None) => return Ok(Err("missing url".into())),
+        };
+        if non_blank(&self.tls_ca_file).is_some() {
+            match &endpoint {
+                Endpoint::Url(url) if url.exact().scheme() == "https" => {}
+                Endpoint::Url(_) => {
+                    return Err((
+                        "tls_ca_file",
+                        "goes with an https:// url; this store's url is http://, which has no certificate to check".into(),
+                    ));
+                }
+                Endpoint::Program(_) => {
+                    return Err((
+                        "tls_ca_file",
+                        "goes with an https:// url, not command (a server over stdio has no certificate)".into(),
+                    ));
+                }
+            }
+        }
+        if !matches!(endpoint, Endpoint::Program(_)) {
+            for (key, given) in [("args", self.args.is_some()), ("env", self.env.is_some())] {
+                if given {
+                    return Err((
+                        key,
+                        "goes with command (a server over stdio), not url".into(),
+                    ));
+                }
+            }
+        }
+        Ok(Ok(endpoint))
     }
 }
 

@@ -695,7 +695,17 @@ fn the_roster_cap_is_a_checked_setting() {
     assert_eq!(parse("").unwrap().federation.max_stores, DEFAULT_MAX_STORES);
     assert!(error("federation:\n  max_stores: 0\n").contains("federation.max_stores"));
     assert!(error("federation:\n  max_stores: 5000\n").contains("1..=1024"));
-    assert!(error("server:\n  max_mcp_sessions: 0\n").contains("server.max_mcp_sessions"));
+}
+
+#[test]
+fn the_old_mcp_session_cap_is_named_as_no_longer_read() {
+    // MCP over HTTP keeps no sessions now; a file from before still starts, and says so.
+    let config = parse("server:\n  max_mcp_sessions: 0\n").unwrap();
+    let joined = config.warnings.join("\n");
+    assert!(
+        joined.contains("'server.max_mcp_sessions' is no longer read"),
+        "{joined}"
+    );
 }
 
 #[test]
@@ -888,13 +898,35 @@ fn a_wrong_mcp_entry_stops_the_start_naming_the_store_and_key() {
             "args: invalid type: map",
         ),
         (
-            "mcp\n      url: https://h/mcp\n      tool: t",
-            "store 'graph': url is https: mcp stores are called over http:// only in this release",
+            "mcp\n      url: http://h/mcp\n      tool: t\n      tls_ca_file: /etc/ca.pem",
+            "store 'graph': tls_ca_file goes with an https:// url; this store's url is http://",
+        ),
+        (
+            "mcp\n      command: node\n      tool: t\n      tls_ca_file: /etc/ca.pem",
+            "store 'graph': tls_ca_file goes with an https:// url, not command",
+        ),
+        (
+            "seren_memory\n      url: http://h\n      tls_ca_file: ca.pem",
+            "store 'graph': tls_ca_file goes with an https:// url; this store's url is http://",
         ),
     ];
     for (lines, expected) in cases {
         let message = store(lines);
         assert!(message.contains(expected), "{lines}\n{message}");
+    }
+    // An https url is taken for an mcp store, with or without its own CA file.
+    for lines in [
+        "mcp\n      url: https://h/mcp\n      tool: t",
+        "mcp\n      url: https://h/mcp\n      tool: t\n      tls_ca_file: /etc/ca.pem",
+    ] {
+        let yaml = format!("federation:\n  stores:\n    - name: graph\n      type: {lines}\n");
+        let config = parse(&yaml).unwrap_or_else(|e| panic!("{lines}: {e}"));
+        let entry = config.federation.stores[0].as_ref().unwrap();
+        assert_eq!(entry.endpoint.shown(), "https://h/mcp");
+        assert!(
+            entry.options.get("tls_ca_file").is_none(),
+            "a key of its own"
+        );
     }
     // Without url or command, the entry is skipped, as one without a url is.
     let config =
@@ -1101,4 +1133,21 @@ fn the_starter_loads_as_it_is_and_with_its_examples_uncommented() {
         .map(|s| s.as_ref().unwrap().name.clone())
         .collect();
     assert_eq!(names, ["facts", "episodic", "graph"]);
+}
+
+#[test]
+fn docs_https_snippet_parses() {
+    // docs/stores.md's `tls_ca_file` entry.
+    let page = include_str!("../../docs/stores.md");
+    let section = &page[page.find("### Stores over https").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let config = parse(block).unwrap();
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    let entry = config.federation.stores[0].as_ref().unwrap();
+    assert_eq!(entry.endpoint.shown(), "https://notes.internal:8443/mcp");
+    assert_eq!(
+        entry.tls_ca_file.as_deref(),
+        Some(std::path::Path::new("/etc/seren/internal-ca.pem"))
+    );
 }

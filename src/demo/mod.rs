@@ -116,6 +116,7 @@ pub fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Re
                 token_keyring: None,
                 token_env: None,
                 timeout: None,
+                tls_ca_file: None,
                 options: serde_json::Map::new(),
             }))
         })

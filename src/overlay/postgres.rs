@@ -20,17 +20,6 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 const TABLE: &str = "seren_corpus_callosum_stores";
 
-/// Checks that `url` is one the client can use. Worded without the url.
-pub fn check_url(url: &str) -> Result<(), String> {
-    let config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
-        format!("not a PostgreSQL url this client reads: {e}")
-    })?;
-    if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-        return Err("sslmode=require is not supported: this build connects without TLS (use a TLS tunnel to a remote server, or sslmode=disable on a private network)".into());
-    }
-    Ok(())
-}
-
 /// The overlay's table, reached at one url.
 pub struct Overlay {
     config: tokio_postgres::Config,

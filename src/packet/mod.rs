@@ -232,21 +232,6 @@ impl Row {
             hit: fused.hit,
         }
     }
-
-    /// The row as the wire shows it.
-    pub fn into_wire(self) -> crate::api::Hit {
-        crate::api::Hit {
-            store: self.store,
-            id: self.hit.id,
-            content: self.hit.content,
-            score: self.score,
-            store_rank: u32::try_from(self.rank).unwrap_or(u32::MAX),
-            base_relevance: self.hit.base_relevance,
-            native_score: self.hit.native_score,
-            raw_distance: self.hit.raw_distance,
-            metadata: self.hit.metadata,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -50,6 +50,11 @@ pub fn packet_cost<'a>(hits: impl IntoIterator<Item = &'a Hit>) -> usize {
 /// than this is full.
 const MIN_ROW: usize = 2;
 
+/// Whether a page with `left` tokens still to fill (`None`: no page) can take no row at all.
+pub fn is_full(left: Option<usize>) -> bool {
+    left.is_some_and(|left| left < MIN_ROW)
+}
+
 /// The packet's rows, in the order they are read: `lead` first (the authority lead, if any), then
 /// the fused order without it. Each pass walks it afresh, sorting `order` only as deep as it goes.
 struct Walk {

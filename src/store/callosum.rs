@@ -20,8 +20,9 @@ pub const TYPE: StoreType = StoreType {
     },
 };
 
-/// A callosum answers at most this many hits per search (its `n_results` range).
-pub const MAX_N: usize = 200;
+/// A callosum answers at most this many hits per search (its `n_results` range: this one's, and
+/// the Python service's, are the same).
+pub const MAX_N: usize = crate::limits::MAX_N_RESULTS as usize;
 
 struct Callosum;
 

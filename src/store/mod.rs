@@ -10,6 +10,7 @@
 //! The remote JSON shapes stay private to each protocol's file.
 
 pub mod callosum;
+pub mod clients;
 pub mod loci;
 pub mod mcp;
 pub mod memory;
@@ -229,14 +230,13 @@ impl Caller {
     /// Asks the store for `n` hits, carrying `chain`.
     pub async fn search(
         &self,
-        client: &reqwest::Client,
         query: &str,
         n: usize,
         (chain, call): (&Chain, Call),
         purse: &Purse<'_>,
     ) -> Result<Vec<Hit>, Failure> {
         match self {
-            Caller::Http(remote) => remote.search(client, query, n, (chain, call), purse).await,
+            Caller::Http(remote) => remote.search(query, n, (chain, call), purse).await,
             Caller::Mcp(store) => {
                 let hits = store.search(query, n, chain, call.timeout).await?;
                 // rmcp has read the answer whole (within its own cap); what the hits keep is
@@ -255,7 +255,6 @@ impl Caller {
     /// A topic search ([`Remote::by_topic`]); `None` for a store without one.
     pub async fn by_topic(
         &self,
-        client: &reqwest::Client,
         topics: &[String],
         n: usize,
         exclude: &[String],
@@ -265,7 +264,7 @@ impl Caller {
         match self {
             Caller::Http(remote) => {
                 remote
-                    .by_topic(client, topics, n, exclude, (chain, call), purse)
+                    .by_topic(topics, n, exclude, (chain, call), purse)
                     .await
             }
             Caller::Mcp(_) => None,

@@ -8,8 +8,8 @@
 
 use super::{Call, Hit, Protocol};
 use crate::chain::Chain;
-use crate::config::Secret;
 use crate::ledger::{Hold, Over, Purse};
+use crate::secret::Secret;
 use crate::text::cut;
 use bytes::Bytes;
 use std::error::Error as _;
@@ -96,6 +96,8 @@ pub struct Remote {
     token: Option<Secret>,
     protocol: Box<dyn Protocol>,
     body_cap: usize,
+    /// The shared client (a clone shares its pool), or the store's own (`tls_ca_file`).
+    client: reqwest::Client,
 }
 
 impl fmt::Debug for Remote {
@@ -107,13 +109,19 @@ impl fmt::Debug for Remote {
 }
 
 impl Remote {
-    pub fn new(url: url::Url, token: Option<Secret>, protocol: Box<dyn Protocol>) -> Self {
+    pub fn new(
+        url: url::Url,
+        token: Option<Secret>,
+        protocol: Box<dyn Protocol>,
+        client: reqwest::Client,
+    ) -> Self {
         Self {
             url,
             topic_url: None,
             token,
             protocol,
             body_cap: DEFAULT_BODY_CAP,
+            client,
         }
     }
 
@@ -131,7 +139,6 @@ impl Remote {
     /// Asks the store for `n` hits, carrying `chain` (the search's place among callosums).
     pub async fn search(
         &self,
-        client: &reqwest::Client,
         query: &str,
         n: usize,
         (chain, call): (&Chain, Call),
@@ -139,7 +146,7 @@ impl Remote {
     ) -> Result<Vec<Hit>, Failure> {
         let body = self.protocol.request(query, n, &call.context);
         let exchange = (&self.url, &body, chain, call.timeout);
-        self.call(client, exchange, (n, purse), |bytes, limit| {
+        self.call(exchange, (n, purse), |bytes, limit| {
             self.protocol.decode(bytes, limit)
         })
         .await
@@ -149,7 +156,6 @@ impl Remote {
     /// (`None` for a store without topic search), under the same deadline and caps as a search.
     pub async fn by_topic(
         &self,
-        client: &reqwest::Client,
         topics: &[String],
         n: usize,
         exclude: &[String],
@@ -160,7 +166,6 @@ impl Remote {
         let body = self.protocol.topic_request(topics, n, exclude)?;
         Some(
             self.call(
-                client,
                 (url, &body, chain, call.timeout),
                 (n, purse),
                 |bytes, limit| self.protocol.decode_topic(bytes, limit),
@@ -173,13 +178,12 @@ impl Remote {
     /// in the search's `purse` as they come, and what the decoded hits keep stays counted there.
     async fn call(
         &self,
-        client: &reqwest::Client,
         (url, body, chain, timeout): (&url::Url, &serde_json::Value, &Chain, Duration),
         (limit, purse): (usize, &Purse<'_>),
         decode: impl Fn(&[u8], usize) -> Result<Vec<Hit>, String>,
     ) -> Result<Vec<Hit>, Failure> {
         let exchange = async {
-            let response = self.send(client, url, body, chain).await?;
+            let response = self.send(url, body, chain).await?;
             let status = response.status();
             if !status.is_success() {
                 return Err(Failure::Status(status.as_u16()));
@@ -206,7 +210,6 @@ impl Remote {
     /// deadline.
     async fn send(
         &self,
-        client: &reqwest::Client,
         url: &url::Url,
         body: &serde_json::Value,
         chain: &Chain,
@@ -215,7 +218,7 @@ impl Remote {
         // Serializing a serde_json::Value cannot fail: its keys are strings and it holds no NaN.
         let body = Bytes::from(serde_json::to_vec(body).expect("a JSON value always serializes"));
         let send = || {
-            let mut request = client
+            let mut request = (self.client)
                 .post(url.clone())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .header(reqwest::header::ACCEPT, "application/json")
@@ -308,9 +311,13 @@ fn closed_before_answer(error: &reqwest::Error) -> bool {
     false
 }
 
-/// A short, secret-free description of a reqwest error: the innermost cause, read as an IO error
-/// kind where it is one. reqwest's own `Display` carries the url, which may hold credentials.
-fn describe(error: &reqwest::Error) -> String {
+/// A short, secret-free description of a reqwest error: a failed TLS handshake in words of its
+/// kind (`tls: ...`), else the innermost cause, read as an IO error kind where it is one.
+/// reqwest's own `Display` carries the url, which may hold credentials.
+pub(crate) fn describe(error: &reqwest::Error) -> String {
+    if let Some(words) = super::clients::rejected(error) {
+        return words;
+    }
     let mut innermost: &dyn std::error::Error = error;
     let mut io_kind = None;
     let mut source = error.source();

@@ -167,7 +167,7 @@ proptest! {
         let overlay = dir.path().join("runtime-stores.json");
         std::fs::write(&overlay, serde_json::to_vec(&entries).unwrap()).unwrap();
         let config = Config::parse(&dir.path().join("c.yaml"), "", &seren_corpus_callosum::config::Env::none()).unwrap();
-        let roster = Roster::new(Arc::new(config));
+        let roster = Roster::new(Arc::new(config), seren_corpus_callosum::store::clients::Clients::new(false).unwrap());
         let fan = roster.fan();
         prop_assert!(fan.overlay_error.is_none());
         prop_assert_eq!(fan.rows.len(), entries.len(), "every entry shows as a row");

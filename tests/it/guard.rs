@@ -13,7 +13,9 @@ fn every_route(callosum: &Callosum) -> Vec<(Method, String)> {
     let state = AppState::new(callosum.federation.clone());
     let mut all = Vec::new();
     for (path, _) in routes(&state) {
-        let path = path.replace("{name}", "some-store");
+        let path = path
+            .replace("{name}", "some-store")
+            .replace("{*resource}", "mcp");
         for method in [Method::GET, Method::POST, Method::DELETE, Method::PUT] {
             all.push((method, path.clone()));
         }

@@ -265,7 +265,9 @@ async fn every_route_is_gated_unless_it_is_on_the_public_list() {
     assert!(routes.len() >= 10);
     let mut public = Vec::new();
     for (path, _) in &routes {
-        let path = path.replace("{name}", "some-store");
+        let path = path
+            .replace("{name}", "some-store")
+            .replace("{*resource}", "mcp");
         for method in [
             Method::GET,
             Method::POST,

@@ -316,3 +316,62 @@ async fn knobs_say_live_file_and_default_and_never_a_secret() {
     let (status, _) = callosum.post("/configure", json!({"k": 5})).await;
     assert_eq!(status, 401);
 }
+
+/// A valid value for a knob other than its default: one more, a half more, the other flag, a
+/// page where there is none; a knob with one value (5.3.0's `fusion_mode`) keeps it.
+fn other_than(default: &Value) -> Value {
+    match default {
+        Value::Bool(on) => Value::Bool(!on),
+        Value::Null => json!(500),
+        Value::Number(n) if n.is_u64() => json!(n.as_u64().unwrap() + 1),
+        Value::Number(n) => json!(n.as_f64().unwrap() + 0.5),
+        other => other.clone(),
+    }
+}
+
+/// The `federation` row of `GET /knobs` for `key`.
+async fn knob_row(callosum: &Callosum, key: &str) -> Value {
+    let (_, knobs) = callosum.get("/knobs").await;
+    let rows = knobs["federation"].as_array().unwrap();
+    rows.iter().find(|r| r["key"] == key).unwrap().clone()
+}
+
+#[tokio::test]
+async fn every_knob_is_read_from_the_file_set_live_and_listed_with_its_default() {
+    // A knob cannot be half-added: each one `GET /knobs` lists, and each one `GET /stores`
+    // names as supported, is read from the file, taken by `/configure` when it says it is
+    // live, and shown with its default where nothing sets it.
+    let plain = Callosum::start("").await;
+    let (status, knobs) = plain.get("/knobs").await;
+    assert_eq!(status, 200);
+    let rows = knobs["federation"].as_array().unwrap().clone();
+    let (_, stores) = plain.get("/stores").await;
+    for name in stores["supported_knobs"].as_array().unwrap() {
+        assert!(
+            rows.iter().any(|row| &row["key"] == name),
+            "{name} is supported but /knobs does not list it"
+        );
+    }
+    assert!(rows.len() >= 14, "{}", rows.len());
+    for row in &rows {
+        let key = row["key"].as_str().unwrap();
+        let default = &row["default"];
+        assert_eq!(&row["live"], default, "{key}: live without a file");
+        assert_eq!(row["is_default"], true, "{key}");
+        let value = other_than(default);
+        // The file.
+        let yaml = format!("federation:\n  {key}: {value}\n");
+        let from_file = Callosum::start(&yaml).await;
+        let found = knob_row(&from_file, key).await;
+        assert_eq!(found["yaml"], value, "{key} from the file: {found}");
+        assert_eq!(found["live"], value, "{key} from the file: {found}");
+        assert_eq!(&found["default"], default, "{key}");
+        // `/configure`, where the knob is live.
+        if row["runtime_settable"] == true {
+            let (status, answer) = plain.post("/configure", json!({ key: value })).await;
+            assert_eq!(status, 200, "{key}: {answer}");
+            let live = knob_row(&plain, key).await["live"].clone();
+            assert_eq!(live, value, "{key} after /configure");
+        }
+    }
+}

@@ -434,8 +434,9 @@ async fn shutdown_does_not_wait_on_open_mcp_streams() {
     drop(client);
 }
 
-/// Opens a legacy (session) MCP session over raw HTTP and returns its id.
-async fn open_session(callosum: &Callosum) -> String {
+/// Initializes as a client on a revision before 2026-07-28 (session mode) would, over raw HTTP,
+/// and checks the server kept no session: it names none, so any replica can serve what follows.
+async fn initialize_legacy(callosum: &Callosum) {
     let response = callosum
         .client
         .post(format!("{}/mcp", callosum.url))
@@ -445,36 +446,54 @@ async fn open_session(callosum: &Callosum) -> String {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let id = response.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    // Read the answer through, so the session's first exchange is complete.
+    assert!(
+        response.headers().get("mcp-session-id").is_none(),
+        "a session was kept: {:?}",
+        response.headers()
+    );
+    // Read the answer through, so the exchange is complete.
     response.bytes().await.unwrap();
-    id
 }
 
-/// The status a `tools/list` in session `id` gets.
-async fn list_in(callosum: &Callosum, id: &str) -> u16 {
-    let post = |body: Value| {
-        callosum
-            .client
-            .post(format!("{}/mcp", callosum.url))
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", id)
-            .header("mcp-protocol-version", "2025-06-18")
-            .json(&body)
-            .send()
-    };
-    let initialized = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .await
-        .unwrap();
+/// A legacy client's POST to `/mcp`, carrying `session` as its `Mcp-Session-Id` when given.
+fn legacy_post(
+    callosum: &Callosum,
+    session: Option<&str>,
+    body: impl Into<reqwest::Body>,
+) -> reqwest::RequestBuilder {
+    let mut post = callosum
+        .client
+        .post(format!("{}/mcp", callosum.url))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18");
+    if let Some(id) = session {
+        post = post.header("mcp-session-id", id);
+    }
+    post.body(body)
+}
+
+/// The status a legacy client's `notifications/initialized` and then `tools/list` get.
+async fn list_in(callosum: &Callosum, session: Option<&str>) -> u16 {
+    let initialized = legacy_post(
+        callosum,
+        session,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .send()
+    .await
+    .unwrap();
     if initialized.status() != 202 {
         return initialized.status().as_u16();
     }
-    let response = post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
-        .await
-        .unwrap();
+    let response = legacy_post(
+        callosum,
+        session,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    )
+    .send()
+    .await
+    .unwrap();
     let status = response.status().as_u16();
     response.bytes().await.unwrap();
     status
@@ -483,19 +502,9 @@ async fn list_in(callosum: &Callosum, id: &str) -> u16 {
 #[tokio::test]
 async fn over_http_a_bad_message_gets_the_json_rpc_answer_it_should() {
     let callosum = Callosum::start("").await;
-    let session = open_session(&callosum).await;
-    assert_eq!(list_in(&callosum, &session).await, 200);
-    let post = |body: &'static str| {
-        callosum
-            .client
-            .post(format!("{}/mcp", callosum.url))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-06-18")
-            .body(body)
-            .send()
-    };
+    initialize_legacy(&callosum).await;
+    assert_eq!(list_in(&callosum, None).await, 200);
+    let post = |body: &'static str| legacy_post(&callosum, None, body).send();
     // rmcp answers non-object arguments with -32601 (method not found), over HTTP as over stdio.
     let response = post(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"search","arguments":"jetpack"}}"#)
         .await
@@ -517,25 +526,46 @@ async fn over_http_a_bad_message_gets_the_json_rpc_answer_it_should() {
 }
 
 #[tokio::test]
-async fn mcp_sessions_are_capped_and_the_one_idle_longest_goes() {
-    // Once, 20,000 `initialize` posts were all kept (1.38 GB), each for rmcp's five idle minutes.
-    let callosum = Callosum::start("server:\n  max_mcp_sessions: 4\n").await;
-    let mut ids = Vec::new();
-    for _ in 0..6 {
-        ids.push(open_session(&callosum).await);
+async fn legacy_clients_are_served_statelessly_so_any_replica_can_answer() {
+    // Behind a balancer, a session kept by one replica was unknown to the next: "Session
+    // terminated" after a few calls. Now nothing is kept, so nothing can be unknown.
+    let callosum = Callosum::start("").await;
+    initialize_legacy(&callosum).await;
+    // With no session id, with the id another replica (or an older build) once gave, again and
+    // again: every request is served whole.
+    for session in [None, Some("4f1c2d0e-made-up-by-another-replica")] {
+        for _ in 0..3 {
+            assert_eq!(list_in(&callosum, session).await, 200, "{session:?}");
+        }
     }
-    // The two oldest were closed to make room; the four newest work.
-    for (i, id) in ids.iter().enumerate() {
-        let expected = if i < 2 { 404 } else { 200 };
-        assert_eq!(list_in(&callosum, id).await, expected, "session {i}");
+    // No stream to open and no session to end: both are 405 (the contract's answer where
+    // sessions are not kept), and say what is allowed.
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let response = callosum
+            .client
+            .request(method.clone(), format!("{}/mcp", callosum.url))
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", "4f1c2d0e-made-up-by-another-replica")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "{method}");
+        assert_eq!(response.headers()["allow"], "POST", "{method}");
     }
-    // Using a session keeps it: after the newest four were just used, a new session closes the
-    // one used least recently, which is the oldest of those four.
-    ids.push(open_session(&callosum).await);
-    assert_eq!(list_in(&callosum, &ids[2]).await, 404);
-    for id in &ids[3..] {
-        assert_eq!(list_in(&callosum, id).await, 200);
-    }
+    // The old cap's key is taken and named, not refused: nothing is held to cap.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.yaml");
+    std::fs::write(&config, "server:\n  max_mcp_sessions: 4\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_seren-corpus-callosum"))
+        .args(["check", "-c", &config.display().to_string()])
+        .env_clear()
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("'server.max_mcp_sessions' is no longer read"),
+        "{stdout}"
+    );
 }
 
 #[tokio::test]
@@ -574,24 +604,20 @@ async fn mcp_tool_calls_share_the_in_flight_cap_with_rest() {
     // Once, tool calls in one MCP session were not counted: a client that posts a call and hangs
     // up on its event stream frees the request's slot at once while rmcp runs the call on in the
     // session's task, so 600 of them hit the store at once.
-    let session = open_session(&callosum).await;
-    assert_eq!(list_in(&callosum, &session).await, 200);
+    initialize_legacy(&callosum).await;
+    assert_eq!(list_in(&callosum, None).await, 200);
     for i in 0..24 {
-        let response = callosum
-            .client
-            .post(format!("{}/mcp", callosum.url))
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-06-18")
-            .json(
-                &json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
-                          "params": {"name": "search", "arguments": {"query": format!("q{i}")}}}),
-            )
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
-        drop(response);
+        let call = json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
+                          "params": {"name": "search", "arguments": {"query": format!("q{i}")}}});
+        // Sent, and hung up on before the answer comes.
+        let response = tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            legacy_post(&callosum, None, call.to_string()).send(),
+        )
+        .await;
+        if let Ok(response) = response {
+            assert_eq!(response.unwrap().status(), 200);
+        }
     }
     // The calls run on; wait (told by the store, bounded) until it has nothing under way.
     let idle = tokio::time::timeout(std::time::Duration::from_secs(30), async {

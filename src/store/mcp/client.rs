@@ -19,10 +19,12 @@
 use super::Spec;
 use super::map::Mapping;
 use crate::chain::Chain;
-use crate::config::{Program, Secret};
+use crate::config::Program;
 use crate::fusion::Hit;
 use crate::limits::{DEFAULT_BODY_CAP, MCP_MAX_BACKOFF, MCP_START_WAIT, MCP_STDERR_LINES};
+use crate::secret::Secret;
 use crate::store::Failure;
+use crate::store::clients::McpHttp;
 use crate::text::cut;
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use rmcp::ServiceExt;
@@ -44,10 +46,12 @@ use std::time::{Duration, Instant};
 pub enum Link {
     /// Spawned by the callosum, spoken to over its stdin and stdout.
     Stdio(Program),
-    /// Streamable HTTP at `url`, with a bearer token when the store has one.
+    /// Streamable HTTP at `url`, with a bearer token when the store has one, through `client`
+    /// (the shared MCP client, or the store's own for `tls_ca_file`; `store::clients`).
     Http {
         url: url::Url,
         token: Option<Secret>,
+        client: McpHttp,
     },
 }
 
@@ -447,13 +451,13 @@ async fn connect(store: &str, link: &Link) -> Result<Session, Failure> {
                 }
             }
         }
-        Link::Http { url, token } => {
+        Link::Http { url, token, client } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .max_json_response_size(DEFAULT_BODY_CAP);
             if let Some(token) = token {
                 config = config.auth_header(token.expose());
             }
-            let transport = StreamableHttpClientTransport::from_config(config);
+            let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
             let service = client_config()
                 .serve(transport)
                 .await
@@ -603,6 +607,11 @@ fn words(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(words) = http_words(error) {
         return Some(words);
     }
+    // A failed handshake sits in the chain as an IO error of kind "invalid data": read for
+    // what rustls met instead.
+    if let Some(words) = crate::store::clients::rejected(error) {
+        return Some(words);
+    }
     if let Some(io) = error.downcast_ref::<std::io::Error>() {
         // The kind's own words ("connection refused"), never the message an error may carry.
         return Some(io.kind().to_string());
@@ -617,44 +626,34 @@ fn words(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     error.source().and_then(words)
 }
 
-/// The words for rmcp's HTTP transport error, `StreamableHttpError<E>`. `E` is the error of the
-/// reqwest rmcp calls with, a major version apart from the callosum's own and so a type this
-/// crate cannot name: it is fixed here by the constructor [`connect`] calls.
+/// The words for rmcp's HTTP transport error, `StreamableHttpError<E>`, `E` the error of the
+/// reqwest rmcp calls with ([`McpHttp`]'s, a major version apart from the callosum's own).
 fn http_words(error: &(dyn std::error::Error + 'static)) -> Option<String> {
-    use rmcp::transport::streamable_http_client::StreamableHttpClient;
-    fn of<C: StreamableHttpClient>(
-        _built_by: fn(StreamableHttpClientTransportConfig) -> StreamableHttpClientTransport<C>,
-        error: &(dyn std::error::Error + 'static),
-    ) -> Option<String> {
-        use rmcp::transport::streamable_http_client::StreamableHttpError as Http;
-        let http = error.downcast_ref::<Http<C::Error>>()?;
-        Some(match http {
-            // The client's error: its source chain ends in an IO error (refused, reset) or not.
-            Http::Client(error) => {
-                return words(error).or_else(|| Some("the request failed".into()));
-            }
-            Http::Io(error) => return words(error),
-            Http::HttpStatus(status) => format!("status {}", status.status),
-            // rmcp words a refused POST as `HTTP <status>: <the body>`; only the status is kept.
-            Http::UnexpectedServerResponse(text) => match status_in(text) {
-                Some(code) => format!("status {code}"),
-                None => "the server's answer is not JSON-RPC".into(),
-            },
-            Http::UnexpectedContentType(_) => {
-                "the server's answer is neither JSON nor an event stream".into()
-            }
-            Http::ResponseBodyTooLarge { max_size } => Failure::TooLarge(*max_size).to_string(),
-            Http::Deserialize(_) => "the server's answer is not JSON-RPC".into(),
-            Http::Sse(_) | Http::UnexpectedEndOfStream => {
-                "the server's event stream broke off".into()
-            }
-            Http::SessionExpired => "the server expired the session".into(),
-            Http::AuthRequired(_) => "the server asks for authorization (status 401)".into(),
-            Http::InsufficientScope(_) => "the token's scope is not enough (status 403)".into(),
-            _ => "the transport failed".into(),
-        })
-    }
-    of(StreamableHttpClientTransport::from_config, error)
+    use rmcp::transport::streamable_http_client::StreamableHttpError as Http;
+    let http = error.downcast_ref::<Http<reqwest_mcp::Error>>()?;
+    Some(match http {
+        // The client's error: its source chain ends in an IO error (refused, reset) or not.
+        Http::Client(error) => {
+            return words(error).or_else(|| Some("the request failed".into()));
+        }
+        Http::Io(error) => return words(error),
+        Http::HttpStatus(status) => format!("status {}", status.status),
+        // rmcp words a refused POST as `HTTP <status>: <the body>`; only the status is kept.
+        Http::UnexpectedServerResponse(text) => match status_in(text) {
+            Some(code) => format!("status {code}"),
+            None => "the server's answer is not JSON-RPC".into(),
+        },
+        Http::UnexpectedContentType(_) => {
+            "the server's answer is neither JSON nor an event stream".into()
+        }
+        Http::ResponseBodyTooLarge { max_size } => Failure::TooLarge(*max_size).to_string(),
+        Http::Deserialize(_) => "the server's answer is not JSON-RPC".into(),
+        Http::Sse(_) | Http::UnexpectedEndOfStream => "the server's event stream broke off".into(),
+        Http::SessionExpired => "the server expired the session".into(),
+        Http::AuthRequired(_) => "the server asks for authorization (status 401)".into(),
+        Http::InsufficientScope(_) => "the token's scope is not enough (status 403)".into(),
+        _ => "the transport failed".into(),
+    })
 }
 
 /// The status of rmcp's `HTTP 404 Not Found: ...` (its words for a POST answered with an error

@@ -57,6 +57,9 @@ pub fn error_text(result: &CallToolResult) -> String {
 }
 
 pub async fn http_client(url: &str, token: Option<&str>) -> Result<Client, String> {
+    // rmcp's default client is a reqwest built without a rustls provider of its own (as the
+    // service's is): ring, as the service installs it, when no callosum in this process has yet.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{url}/mcp"));
     if let Some(token) = token {
         config = config.auth_header(token);

@@ -6,6 +6,7 @@ pub mod mcp;
 pub mod mcp_server;
 pub mod process;
 pub mod stdio;
+pub mod tls;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -24,10 +25,12 @@ use tokio_util::sync::CancellationToken;
 
 /// What anyone may read without the token (the contract's §6): the service card, health, and the
 /// viewer page. Written out here, so tests need not ask the code's own `is_public`.
-pub const PUBLIC: [&str; 5] = [
+pub const PUBLIC: [&str; 7] = [
     "GET /",
     "GET /health",
     "GET /health/stores",
+    "GET /.well-known/oauth-protected-resource",
+    "GET /.well-known/oauth-protected-resource/mcp",
     "GET /viewer",
     "GET /viewer/",
 ];

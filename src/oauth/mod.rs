@@ -1,0 +1,353 @@
+//! The OAuth 2.1 resource server (contract §6b): access tokens from one authorization server,
+//! checked against its published keys, and what a checked token may do.
+//!
+//! The keys are found through the issuer's discovery document (RFC 8414, then OpenID
+//! Connect's), fetched on first need and cached. A token signed by a key not in the cache fetches
+//! them again, at most once per [`REFETCH_AFTER`] whatever the tokens say, so a flood of made-up
+//! key ids cannot make this server hammer the issuer. The issuer being down stops nothing: keys
+//! already read keep working, and a token no key can check is refused. A client's token is
+//! never sent on to a store.
+
+pub mod jwt;
+
+use crate::config::OAuth;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use url::Url;
+
+pub use jwt::Invalid;
+
+/// The least time between two fetches of the issuer's keys.
+pub const REFETCH_AFTER: Duration = Duration::from_secs(30);
+/// How long keys are used before they are fetched again, so a key the issuer withdrew stops
+/// working.
+pub const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
+/// The bound on one fetch of a discovery document or the keys, connect to last byte.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest discovery document or JWKS read.
+pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+
+/// What a request may do, as the auth layer found it: put in the request's extensions, read by
+/// the MCP tools (each needs a scope) over HTTP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// No auth is configured, or the static bearer token was given: everything.
+    Full,
+    /// An access token from the authorization server, with the scopes it grants.
+    Scopes(Vec<String>),
+}
+
+impl Access {
+    /// Whether this access covers `scope`.
+    pub fn allows(&self, scope: &str) -> bool {
+        match self {
+            Self::Full => true,
+            Self::Scopes(scopes) => scopes.iter().any(|s| s == scope),
+        }
+    }
+}
+
+/// The keys as last read, and when.
+#[derive(Default)]
+struct Cache {
+    keys: Arc<jwt::Jwks>,
+    read_at: Option<Instant>,
+}
+
+/// The state of fetching, behind one async lock: one fetch at a time.
+#[derive(Default)]
+struct Fetching {
+    last_try: Option<Instant>,
+    /// Where the keys are, once known (the configured `jwks_url`, or from discovery).
+    jwks_uri: Option<Url>,
+}
+
+/// Checks access tokens for this server.
+pub struct Verifier {
+    settings: OAuth,
+    client: reqwest::Client,
+    cache: RwLock<Cache>,
+    fetching: tokio::sync::Mutex<Fetching>,
+}
+
+impl Verifier {
+    /// A verifier for `settings`; the issuer is reached over TLS checked against the webpki
+    /// roots, and the OS store's too with `trust_system_store` (`tls.trust_system_store`).
+    pub fn new(settings: OAuth, trust_system_store: bool) -> Self {
+        // No redirects: keys come from where the issuer's own document says, nowhere else.
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("seren-corpus-callosum/", env!("CARGO_PKG_VERSION")))
+            .tls_built_in_webpki_certs(true)
+            .tls_built_in_native_certs(trust_system_store)
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(FETCH_TIMEOUT)
+            .build()
+            .expect("rustls initializes (the stores' client was built the same way)");
+        let fetching = Fetching {
+            jwks_uri: settings.jwks_url.clone(),
+            ..Fetching::default()
+        };
+        Self {
+            settings,
+            client,
+            cache: RwLock::new(Cache::default()),
+            fetching: tokio::sync::Mutex::new(fetching),
+        }
+    }
+
+    /// The settings this verifier holds tokens to.
+    pub fn settings(&self) -> &OAuth {
+        &self.settings
+    }
+
+    /// Checks `token`, fetching the issuer's keys first when they were never read or are old,
+    /// and again (rate-limited) when the token names a key they do not have.
+    pub async fn verify(&self, token: &str) -> Result<Access, Invalid> {
+        if self.stale() {
+            self.fetch().await;
+        }
+        match self.check(token) {
+            Err(Invalid::UnknownKey) => {
+                self.fetch().await;
+                self.check(token)
+            }
+            done => done,
+        }
+    }
+
+    fn check(&self, token: &str) -> Result<Access, Invalid> {
+        let keys = self.cache().keys.clone();
+        let expect = jwt::Expect {
+            issuer: &self.settings.issuer,
+            resource: &self.settings.resource,
+            now: crate::health::unix_now(),
+        };
+        jwt::verify(token, &keys, &expect).map(|v| Access::Scopes(v.scopes))
+    }
+
+    fn cache(&self) -> std::sync::RwLockReadGuard<'_, Cache> {
+        self.cache
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn stale(&self) -> bool {
+        self.cache()
+            .read_at
+            .is_none_or(|at| at.elapsed() >= KEYS_MAX_AGE)
+    }
+
+    /// Reads the keys again, unless a fetch began less than [`REFETCH_AFTER`] ago (then what it
+    /// read is used). Requests that arrive during a fetch wait for it rather than start another.
+    async fn fetch(&self) {
+        let mut fetching = self.fetching.lock().await;
+        if fetching
+            .last_try
+            .is_some_and(|at| at.elapsed() < REFETCH_AFTER)
+        {
+            return;
+        }
+        fetching.last_try = Some(Instant::now());
+        // The whole fetch (discovery included) within one bound, so a request that waits on it
+        // never waits longer than that.
+        let read = tokio::time::timeout(FETCH_TIMEOUT, self.read_keys(&mut fetching))
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {}s", FETCH_TIMEOUT.as_secs())));
+        match read {
+            Ok(keys) => {
+                tracing::info!(
+                    issuer = %self.settings.issuer,
+                    keys = keys.len(),
+                    "read the authorization server's signing keys"
+                );
+                let mut cache = self
+                    .cache
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                cache.keys = Arc::new(keys);
+                cache.read_at = Some(Instant::now());
+            }
+            Err(why) => tracing::warn!(
+                issuer = %self.settings.issuer,
+                "cannot read the authorization server's signing keys: {why}; keys read before stay in use"
+            ),
+        }
+    }
+
+    /// Reads the issuer's keys now, whatever the cache holds, for `check`: where they came
+    /// from and how many are usable, or why they cannot be read.
+    pub async fn probe(&self) -> Result<(Url, usize), String> {
+        let mut fetching = self.fetching.lock().await;
+        let keys = tokio::time::timeout(FETCH_TIMEOUT, self.read_keys(&mut fetching))
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {}s", FETCH_TIMEOUT.as_secs())))?;
+        let uri = fetching
+            .jwks_uri
+            .clone()
+            .expect("set by a read that succeeded");
+        Ok((uri, keys.len()))
+    }
+
+    async fn read_keys(&self, fetching: &mut Fetching) -> Result<jwt::Jwks, String> {
+        let uri = match &fetching.jwks_uri {
+            Some(uri) => uri.clone(),
+            None => {
+                let uri = self.discover().await?;
+                fetching.jwks_uri = Some(uri.clone());
+                uri
+            }
+        };
+        let body = self.get(&uri).await?;
+        jwt::Jwks::parse(&body).map_err(|why| format!("{uri}: {why}"))
+    }
+
+    /// The issuer's `jwks_uri`, from its RFC 8414 metadata or else its OpenID configuration; the
+    /// document must name the configured issuer exactly (RFC 8414 §3.3).
+    async fn discover(&self) -> Result<Url, String> {
+        let mut why = Vec::new();
+        for url in discovery_urls(&self.settings.issuer_url) {
+            match self.get(&url).await {
+                Ok(body) => match jwks_uri_in(&body, &self.settings.issuer) {
+                    Ok(uri) => return Ok(uri),
+                    Err(e) => why.push(format!("{url}: {e}")),
+                },
+                Err(e) => why.push(e),
+            }
+        }
+        Err(why.join("; "))
+    }
+
+    /// One bounded GET: [`FETCH_TIMEOUT`], [`MAX_DOCUMENT_BYTES`], a 2xx status.
+    async fn get(&self, url: &Url) -> Result<Vec<u8>, String> {
+        let fail = |e: reqwest::Error| format!("{url}: {}", crate::store::remote::describe(&e));
+        let mut response = self
+            .client
+            .get(url.clone())
+            .header("accept", "application/json")
+            .send()
+            .await
+            .map_err(fail)?;
+        if !response.status().is_success() {
+            return Err(format!("{url}: status {}", response.status().as_u16()));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(fail)? {
+            if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+                return Err(format!("{url}: larger than {MAX_DOCUMENT_BYTES} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+}
+
+/// The protected-resource metadata document (RFC 9728 §2): `resource` byte for byte as
+/// configured, the one authorization server, the two scopes, tokens in the header only.
+pub fn metadata(oauth: &OAuth) -> serde_json::Value {
+    serde_json::json!({
+        "resource": oauth.resource,
+        "authorization_servers": [oauth.issuer],
+        "scopes_supported": [oauth.read_scope, oauth.write_scope],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "seren-corpus-callosum",
+    })
+}
+
+/// Where an issuer's metadata may be: RFC 8414's path-inserted url, then OpenID Connect's
+/// appended one.
+fn discovery_urls(issuer: &Url) -> [Url; 2] {
+    let path = issuer.path().trim_end_matches('/');
+    let origin = issuer.origin().ascii_serialization();
+    let at = |text: String| Url::parse(&text).expect("built from a parsed url");
+    [
+        at(format!(
+            "{origin}/.well-known/oauth-authorization-server{path}"
+        )),
+        at(format!("{origin}{path}/.well-known/openid-configuration")),
+    ]
+}
+
+/// The `jwks_uri` of a discovery document that names `issuer`; the same url rule as the
+/// configuration's (https, or http on loopback).
+fn jwks_uri_in(body: &[u8], issuer: &str) -> Result<Url, String> {
+    #[derive(serde::Deserialize)]
+    struct Document {
+        issuer: Option<String>,
+        jwks_uri: Option<String>,
+    }
+    let doc: Document =
+        serde_json::from_slice(body).map_err(|_| "not a JSON metadata document".to_owned())?;
+    if doc.issuer.as_deref() != Some(issuer) {
+        return Err("it names another issuer".into());
+    }
+    let uri = doc.jwks_uri.ok_or("it has no jwks_uri")?;
+    let url = Url::parse(&uri).map_err(|_| "its jwks_uri is not a url".to_owned())?;
+    let loopback = url.host_str().is_some_and(crate::config::is_loopback);
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if loopback => Ok(url),
+        _ => Err("its jwks_uri is not https".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discovery_urls_follow_rfc_8414_then_openid() {
+        let urls = discovery_urls(&Url::parse("https://auth.example/realms/team").unwrap());
+        assert_eq!(
+            urls[0].as_str(),
+            "https://auth.example/.well-known/oauth-authorization-server/realms/team"
+        );
+        assert_eq!(
+            urls[1].as_str(),
+            "https://auth.example/realms/team/.well-known/openid-configuration"
+        );
+        let urls = discovery_urls(&Url::parse("http://127.0.0.1:9000").unwrap());
+        assert_eq!(
+            urls[0].as_str(),
+            "http://127.0.0.1:9000/.well-known/oauth-authorization-server"
+        );
+        assert_eq!(
+            urls[1].as_str(),
+            "http://127.0.0.1:9000/.well-known/openid-configuration"
+        );
+    }
+
+    #[test]
+    fn a_discovery_document_must_name_the_issuer_and_an_https_jwks_uri() {
+        let issuer = "https://auth.example";
+        let doc = |v: serde_json::Value| jwks_uri_in(v.to_string().as_bytes(), issuer);
+        assert_eq!(
+            doc(serde_json::json!({"issuer": issuer, "jwks_uri": "https://auth.example/jwks"}))
+                .unwrap()
+                .as_str(),
+            "https://auth.example/jwks"
+        );
+        for (bad, why) in [
+            (
+                serde_json::json!({"issuer": "https://evil.example", "jwks_uri": "https://x/j"}),
+                "another issuer",
+            ),
+            (serde_json::json!({"issuer": issuer}), "no jwks_uri"),
+            (
+                serde_json::json!({"issuer": issuer, "jwks_uri": "http://auth.example/j"}),
+                "not https",
+            ),
+        ] {
+            let got = doc(bad).unwrap_err();
+            assert!(got.contains(why), "{got}");
+        }
+        assert!(jwks_uri_in(b"<html>", issuer).is_err());
+    }
+
+    #[test]
+    fn access_by_scope() {
+        assert!(Access::Full.allows("callosum:write"));
+        let read = Access::Scopes(vec!["callosum:read".into()]);
+        assert!(read.allows("callosum:read"));
+        assert!(!read.allows("callosum:write"));
+    }
+}

@@ -1,0 +1,316 @@
+//! The HTTP clients store calls go through, and what they trust.
+//!
+//! Two clients are shared by every store: one for the HTTP protocols (`remote`), one for MCP
+//! servers over streamable HTTP, of the reqwest major version rmcp's transport is written for.
+//! Both are built here, by one builder each over the same settings (user agent, no redirects,
+//! `TCP_NODELAY`, pool idle timeout) and one rustls config: ring, the webpki roots, the OS store
+//! when `tls.trust_system_store` says so. A store with `tls_ca_file` gets a client of its own,
+//! built the same way with that file's certificates trusted too, for that store only.
+//!
+//! A handshake that fails is worded here ([`rejected`]), for both: by the kind of rustls error
+//! met, never its text.
+//!
+//! It does not call stores (`remote` and `mcp::client` do) or decide which store gets which
+//! client (`roster` binds).
+
+use crate::limits::MAX_CA_FILE_BYTES;
+use rustls::RootCertStore;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The client MCP servers over HTTP are called with: rmcp's transport takes this reqwest.
+pub type McpHttp = reqwest_mcp::Client;
+
+/// Why the store clients could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("could not build the HTTP client for stores: {0}")]
+    Http(#[from] reqwest::Error),
+    #[error("could not build the HTTP client for MCP stores: {0}")]
+    Mcp(#[from] reqwest_mcp::Error),
+    #[error("no TLS protocol version is available: {0}")]
+    Tls(#[from] rustls::Error),
+}
+
+/// The shared clients, and the roots every client trusts.
+#[derive(Clone)]
+pub struct Clients {
+    /// The webpki roots, and the OS store's when `tls.trust_system_store` is on.
+    roots: Arc<RootCertStore>,
+    http: reqwest::Client,
+    mcp: McpHttp,
+}
+
+impl std::fmt::Debug for Clients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Clients")
+            .field("roots", &self.roots.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Clients {
+    /// Builds the shared clients. The OS store is read once, here, when `trust_system_store`.
+    ///
+    /// It also makes ring the process's rustls provider, when none is yet: the MCP client's
+    /// reqwest is built without one of its own (so as not to bring aws-lc-rs in), and any of its
+    /// clients built without a config (rmcp's default one) would panic without it.
+    pub fn new(trust_system_store: bool) -> Result<Self, BuildError> {
+        // An `Err` is a provider already installed (by whoever embeds us): that one stays.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let roots = Arc::new(roots(trust_system_store));
+        Ok(Self {
+            http: http_client(&roots)?,
+            mcp: mcp_client(&roots)?,
+            roots,
+        })
+    }
+
+    /// The client for a store of an HTTP protocol: the shared one (a clone shares its pool),
+    /// or, with `tls_ca_file`, one of its own that trusts that file's certificates too.
+    pub fn http(&self, ca_file: Option<&Path>) -> Result<reqwest::Client, String> {
+        match ca_file {
+            None => Ok(self.http.clone()),
+            Some(path) => {
+                let roots = self.with_ca_file(path)?;
+                http_client(&roots).map_err(|_| "the store's HTTP client could not be built".into())
+            }
+        }
+    }
+
+    /// The client for an `mcp` store over HTTP, as [`Clients::http`].
+    pub fn mcp(&self, ca_file: Option<&Path>) -> Result<McpHttp, String> {
+        match ca_file {
+            None => Ok(self.mcp.clone()),
+            Some(path) => {
+                let roots = self.with_ca_file(path)?;
+                mcp_client(&roots).map_err(|_| "the store's HTTP client could not be built".into())
+            }
+        }
+    }
+
+    /// The shared roots plus the certificates of `path`, or why that file cannot be used (worded
+    /// with the key and the file; the caller names the store).
+    fn with_ca_file(&self, path: &Path) -> Result<RootCertStore, String> {
+        let certificates =
+            read_ca_file(path).map_err(|why| format!("tls_ca_file {}: {why}", path.display()))?;
+        let mut roots = (*self.roots).clone();
+        for certificate in certificates {
+            roots.add(certificate).map_err(|_| {
+                format!(
+                    "tls_ca_file {}: a CERTIFICATE block in it is not a certificate",
+                    path.display()
+                )
+            })?;
+        }
+        Ok(roots)
+    }
+}
+
+/// Reads a PEM file of one or more CERTIFICATE blocks, at most [`MAX_CA_FILE_BYTES`]. Other
+/// blocks (a key someone left in) are passed over; a file with no certificate is refused.
+pub fn read_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot be read ({})", e.kind()))?;
+    let mut bytes = Vec::new();
+    // One byte past the cap tells a file at the cap from a larger one.
+    (file.take(MAX_CA_FILE_BYTES + 1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot be read ({})", e.kind()))?;
+    if bytes.len() as u64 > MAX_CA_FILE_BYTES {
+        return Err(format!(
+            "is larger than {} KiB; a CA bundle is a few KiB",
+            MAX_CA_FILE_BYTES / 1024
+        ));
+    }
+    let certificates = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| "is not PEM: a block in it cannot be read".to_owned())?;
+    if certificates.is_empty() {
+        return Err(
+            "holds no certificate (a PEM file of -----BEGIN CERTIFICATE----- blocks)".into(),
+        );
+    }
+    Ok(certificates)
+}
+
+/// The roots every store client trusts: the webpki roots, then the OS store's when asked. The OS
+/// store often holds ancient certificates rustls cannot parse: those are passed over, as reqwest
+/// does.
+fn roots(trust_system_store: bool) -> RootCertStore {
+    let mut roots = RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    if trust_system_store {
+        let native = rustls_native_certs::load_native_certs();
+        let (added, ignored) = roots.add_parsable_certificates(native.certs);
+        if !native.errors.is_empty() || ignored > 0 {
+            tracing::debug!(
+                added,
+                ignored,
+                errors = native.errors.len(),
+                "OS certificate store read in part"
+            );
+        }
+    }
+    roots
+}
+
+/// The one rustls config of every store client: ring, TLS 1.2 and 1.3, `roots`, no client
+/// certificate, offering `alpn`.
+fn tls_config(roots: &RootCertStore, alpn: &[&[u8]]) -> Result<rustls::ClientConfig, BuildError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots.clone())
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(config)
+}
+
+const USER_AGENT: &str = concat!("seren-corpus-callosum/", env!("CARGO_PKG_VERSION"));
+/// How long an idle pooled connection to a store is kept.
+const POOL_IDLE: Duration = Duration::from_secs(90);
+
+// The two builders below set the same things; reqwest's two major versions have no common type to
+// set them through once. Whatever is added to one is added to the other.
+
+/// The HTTP protocols' client: HTTP/2 where the store offers it (as reqwest's own TLS would).
+fn http_client(roots: &RootCertStore) -> Result<reqwest::Client, BuildError> {
+    Ok(reqwest::Client::builder()
+        .user_agent(USER_AGENT)
+        .use_preconfigured_tls(tls_config(roots, &[b"h2", b"http/1.1"])?)
+        // A redirect would send the query (and perhaps a token) somewhere not configured.
+        .redirect(reqwest::redirect::Policy::none())
+        .tcp_nodelay(true)
+        .pool_idle_timeout(POOL_IDLE)
+        .build()?)
+}
+
+/// The MCP client: HTTP/1.1 (rmcp's reqwest is built without HTTP/2).
+fn mcp_client(roots: &RootCertStore) -> Result<McpHttp, BuildError> {
+    Ok(reqwest_mcp::Client::builder()
+        .user_agent(USER_AGENT)
+        .tls_backend_preconfigured(tls_config(roots, &[b"http/1.1"])?)
+        // As above; rmcp's own client follows same-origin 307 and 308, which would still move
+        // a session somewhere the config does not name.
+        .redirect(reqwest_mcp::redirect::Policy::none())
+        .tcp_nodelay(true)
+        .pool_idle_timeout(POOL_IDLE)
+        .build()?)
+}
+
+/// Words for a TLS handshake that failed, when `error`'s chain holds one: `tls: ...`, by the kind
+/// of rustls error, never its text (which names hosts and what the server sent).
+pub fn rejected(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
+            return Some(format!("tls: {}", tls_words(tls)));
+        }
+        // An IO error that holds another error gives that one's *source* as its own, skipping
+        // the error itself; and hyper-rustls holds tokio-rustls's IO error (which holds rustls's)
+        // in an IO error of its own. So the walk goes into what an IO error holds.
+        next = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => io
+                .get_ref()
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => cause.source(),
+        };
+    }
+    None
+}
+
+fn tls_words(error: &rustls::Error) -> String {
+    use rustls::CertificateError as C;
+    use rustls::Error as E;
+    match error {
+        E::InvalidCertificate(certificate) => match certificate {
+            C::UnknownIssuer => {
+                "the server's certificate is not trusted (unknown issuer; a private CA goes in tls_ca_file)"
+                    .into()
+            }
+            C::NotValidForName | C::NotValidForNameContext { .. } => {
+                "the server's certificate is not valid for this host name".into()
+            }
+            C::Expired | C::ExpiredContext { .. } => "the server's certificate has expired".into(),
+            C::NotValidYet | C::NotValidYetContext { .. } => {
+                "the server's certificate is not valid yet".into()
+            }
+            C::Revoked => "the server's certificate is revoked".into(),
+            C::BadEncoding => "the server's certificate cannot be read".into(),
+            C::BadSignature | C::UnsupportedSignatureAlgorithmContext { .. } => {
+                "the server's certificate has a bad or unsupported signature".into()
+            }
+            C::InvalidPurpose | C::InvalidPurposeContext { .. } => {
+                "the server's certificate is not for a TLS server".into()
+            }
+            _ => "the server's certificate is invalid".into(),
+        },
+        E::NoCertificatesPresented => "the server presented no certificate".into(),
+        E::AlertReceived(_) => "the server refused the handshake (an alert)".into(),
+        E::InvalidMessage(_) | E::InappropriateMessage { .. } | E::InappropriateHandshakeMessage { .. } => {
+            "the server does not speak TLS here (is the url http://?)".into()
+        }
+        E::PeerIncompatible(_) => "the server offers no TLS version or cipher in common".into(),
+        _ => "the handshake failed".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handshake_is_worded_by_kind_inside_an_io_error() {
+        let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        // As hyper-rustls gives it: tokio-rustls's IO error inside one of its own.
+        let inner = std::io::Error::new(std::io::ErrorKind::InvalidData, tls);
+        let io = std::io::Error::other(inner);
+        assert_eq!(
+            rejected(&io).as_deref(),
+            Some(
+                "tls: the server's certificate is not trusted (unknown issuer; a private CA goes in tls_ca_file)"
+            )
+        );
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "no");
+        assert_eq!(rejected(&refused), None);
+    }
+
+    #[test]
+    fn a_ca_file_is_pem_certificates_under_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let check = |name: &str, bytes: &[u8], expected: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let why = read_ca_file(&path).unwrap_err();
+            assert!(why.contains(expected), "{name}: {why}");
+        };
+        check("empty.pem", b"", "holds no certificate");
+        check(
+            "garbage.pem",
+            b"\x00\xffnot pem at all",
+            "holds no certificate",
+        );
+        check(
+            "broken.pem",
+            b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n",
+            "is not PEM",
+        );
+        check(
+            "key.pem",
+            b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+            "holds no certificate",
+        );
+        check(
+            "huge.pem",
+            &vec![b'a'; MAX_CA_FILE_BYTES as usize + 1],
+            "is larger than 1024 KiB",
+        );
+        let missing = read_ca_file(&dir.path().join("missing.pem")).unwrap_err();
+        assert_eq!(missing, "cannot be read (entity not found)");
+    }
+}
