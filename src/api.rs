@@ -151,7 +151,7 @@ pub struct Stores {
     pub n_results: usize,
     /// The packet's knobs, as configured (`federation:`).
     #[serde(flatten)]
-    pub shaping: crate::packet::Shaping,
+    pub shaping: crate::config::Shaping,
     /// Each store is asked for `n_results * fetch_multiplier` hits.
     pub fetch_multiplier: usize,
     /// The knobs this service reads (5.3.0's names).

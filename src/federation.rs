@@ -663,7 +663,10 @@ impl Federation {
             n_results: knobs.n_results,
             shaping: knobs.shaping.clone(),
             fetch_multiplier: knobs.fetch_multiplier,
-            supported_knobs: packet::KNOBS.iter().map(|&k| k.to_owned()).collect(),
+            supported_knobs: crate::config::SUPPORTED
+                .iter()
+                .map(|&name| name.to_owned())
+                .collect(),
             types: store::type_names().into_iter().map(str::to_owned).collect(),
             presets: (store::mcp::preset::PRESETS.iter())
                 .map(|p| crate::api::PresetRow {

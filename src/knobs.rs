@@ -1,59 +1,26 @@
-//! The federation's live knobs: one immutable snapshot, read once per search and swapped whole by
-//! `POST /configure`, so a search under way keeps the knobs it started with and the very next
-//! search, on any surface, sees a change.
+//! The federation's live knobs: one immutable snapshot ([`Knobs`], declared with the knob table
+//! in [`crate::config::TABLE`]), read once per search and swapped whole by `POST /configure`, so a
+//! search under way keeps the knobs it started with and the very next search, on any surface,
+//! sees a change.
 //!
-//! The rules a knob's value keeps (ranges, 5.3.0's names) are the config file's
+//! The rules a knob's value keeps (ranges, 5.3.0's names) are the table's
 //! ([`crate::config::read_knobs`]): a value `/configure` takes is one the YAML would take.
 
 use crate::api::{
     ConfigureRequest, KnobRow, KnobSources, KnobsAnswer, Refusal, RefusalKind, ServerKnobs,
     StoreKnobRows, StoreRow, TlsKnobs,
 };
-use crate::config::{Config, KnobInput, TokenSource, read_knobs};
-use crate::packet::Shaping;
+use crate::config::{Config, TABLE, TokenSource, read_knobs};
+pub use crate::config::{Knobs, Override};
 use crate::roster::Bound;
 use crate::store::{Call, Context};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::time::Duration;
-
-/// The knobs one search runs with.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Knobs {
-    /// The RRF constant.
-    pub k: u32,
-    /// The default number of fused hits.
-    pub n_results: usize,
-    /// Each store is asked for `n * fetch_multiplier` hits.
-    pub fetch_multiplier: usize,
-    /// The bound on a store call, unless the store has its own `timeout_s`.
-    pub per_store_timeout: Duration,
-    /// How the fused list is shaped into the packet.
-    pub shaping: Shaping,
-    /// Per-store weight and floor set at run time, by store name. Kept across changes of other
-    /// stores, dropped with their own.
-    pub stores: BTreeMap<String, Override>,
-}
-
-/// A store's weight and floor as `/configure` set them; `None` keeps the entry's.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Override {
-    pub weight: Option<f64>,
-    pub floor: Option<f64>,
-}
 
 impl Knobs {
     /// The knobs as the config file sets them.
     pub fn from_config(config: &Config) -> Self {
-        let federation = &config.federation;
-        Self {
-            k: federation.k,
-            n_results: federation.n_results,
-            fetch_multiplier: federation.fetch_multiplier,
-            per_store_timeout: federation.per_store_timeout,
-            shaping: federation.shaping.clone(),
-            stores: BTreeMap::new(),
-        }
+        config.federation.knobs.clone()
     }
 
     /// A bound store's weight and floor under these knobs.
@@ -80,92 +47,14 @@ impl Knobs {
     }
 }
 
-/// The federation knobs `GET /knobs` lists, in 5.3.0's order, each in plain words.
-const ROWS: &[(&str, &str)] = &[
-    (
-        "n_results",
-        "fused hits a search returns when it does not say",
-    ),
-    (
-        "fetch_multiplier",
-        "each store is asked for n_results times this",
-    ),
-    (
-        "per_store_timeout_s",
-        "seconds a store may take before it is named in failed (a store's own timeout_s wins)",
-    ),
-    (
-        "fusion_mode",
-        "how ranked lists are merged: weighted Reciprocal Rank Fusion",
-    ),
-    (
-        "k",
-        "the RRF constant: a hit at rank r scores weight / (k + r)",
-    ),
-    (
-        "authority_margin",
-        "a store whose top hit stands this far above its next leads the list; 0 is off",
-    ),
-    (
-        "min_per_store",
-        "seats per answering store before the fused order fills the rest",
-    ),
-    (
-        "budget_tokens",
-        "a default token page for searches that set none; null is no page",
-    ),
-    (
-        "edges_enabled",
-        "add memories sharing the packet's topics (SerenMemory /by_topic)",
-    ),
-    ("edge_budget", "the most topic edges"),
-    (
-        "satellite_edges_enabled",
-        "a SerenMemory core brings its episodes and the core it replaced",
-    ),
-    (
-        "satellite_budget",
-        "the most satellite and supersedes edges",
-    ),
-    (
-        "hops",
-        "rounds of search: 1 is one round, more bridge from the best hits",
-    ),
-    ("hop_terms", "words a hop takes from the last round's hits"),
-    ("hop_budget", "the most hits hops add"),
-];
-
 /// The keys `POST /configure` takes.
 pub fn settable() -> Vec<String> {
-    let mut keys: Vec<String> = ROWS.iter().map(|(key, _)| (*key).to_owned()).collect();
+    let mut keys: Vec<String> = TABLE.iter().map(|knob| knob.name.to_owned()).collect();
     keys.push("stores".to_owned());
     keys
 }
 
 impl Knobs {
-    /// A federation knob's value, by its 5.3.0 name.
-    fn value(&self, key: &str) -> Value {
-        let s = &self.shaping;
-        match key {
-            "n_results" => self.n_results.into(),
-            "fetch_multiplier" => self.fetch_multiplier.into(),
-            "per_store_timeout_s" => self.per_store_timeout.as_secs_f64().into(),
-            "fusion_mode" => "rrf".into(),
-            "k" => self.k.into(),
-            "authority_margin" => s.authority_margin.into(),
-            "min_per_store" => s.min_per_store.into(),
-            "budget_tokens" => s.budget_tokens.map_or(Value::Null, Value::from),
-            "edges_enabled" => s.topic_edges.into(),
-            "edge_budget" => s.edge_budget.into(),
-            "satellite_edges_enabled" => s.satellite_edges.into(),
-            "satellite_budget" => s.satellite_budget.into(),
-            "hops" => s.hops.into(),
-            "hop_terms" => s.hop_terms.into(),
-            "hop_budget" => s.hop_budget.into(),
-            _ => Value::Null,
-        }
-    }
-
     /// The knobs with `request` applied, checked with the config file's rules: every field is
     /// checked before anything is applied, so one bad field changes nothing. `rows` is the roster
     /// (a store knob must name one of its stores). Also says what changed, as applied.
@@ -174,28 +63,16 @@ impl Knobs {
         request: &ConfigureRequest,
         rows: &[StoreRow],
     ) -> Result<(Knobs, Map<String, Value>), Refusal> {
-        if let Some(mode) = request.fusion_mode.as_deref()
-            && mode != "rrf"
-        {
-            return Err(Refusal::unprocessable(format!(
-                "unknown fusion_mode '{}'; valid: ['rrf']",
-                crate::text::cut(mode, 40)
-            )));
-        }
         let mut problems = Vec::new();
-        let values = read_knobs(&self.input(request), "", &mut problems);
-        let stores = self.store_knobs(request, rows, &mut problems)?;
+        let given = match serde_json::to_value(request) {
+            Ok(Value::Object(given)) => given,
+            _ => Map::new(),
+        };
+        let mut knobs = read_knobs(&given, self, "", &mut problems);
+        knobs.stores = self.store_knobs(request, rows, &mut problems)?;
         if !problems.is_empty() {
             return Err(Refusal::unprocessable(problems.join("; ")));
         }
-        let knobs = Knobs {
-            k: values.k,
-            n_results: values.n_results,
-            fetch_multiplier: values.fetch_multiplier,
-            per_store_timeout: values.per_store_timeout,
-            shaping: values.shaping,
-            stores,
-        };
         let changed = knobs.changed(request, rows);
         Ok((knobs, changed))
     }
@@ -207,9 +84,8 @@ impl Knobs {
     /// each against the store's own entry: `file_was` gives a store's weight and floor as the
     /// file set them before, `rows` (the roster now) as it sets them now.
     ///
-    /// Built field by field from values that were checked when they were set, so nothing here
-    /// can fail and nothing live is dropped unsaid. `now` is taken apart whole: a knob added to
-    /// [`Knobs`] or [`Shaping`] does not compile until it is decided here.
+    /// Knob by knob through the table ([`crate::config::Knob::pick`]), from values that were
+    /// checked when they were set, so nothing here can fail and nothing live is dropped unsaid.
     pub fn reloaded(
         &self,
         was: &Knobs,
@@ -218,97 +94,13 @@ impl Knobs {
         file_was: impl Fn(&str) -> Option<(f64, f64)>,
     ) -> (Knobs, Vec<String>) {
         let mut replaced = Vec::new();
-        let Knobs {
-            k,
-            n_results,
-            fetch_multiplier,
-            per_store_timeout,
-            shaping,
-            stores: _,
-        } = now;
-        let Shaping {
-            authority_margin,
-            min_per_store,
-            budget_tokens,
-            satellite_edges,
-            satellite_budget,
-            topic_edges,
-            edge_budget,
-            hops,
-            hop_terms,
-            hop_budget,
-        } = shaping;
-        let mut later = Later(&mut replaced);
-        let k = later.pick("k", self.k, was.k, k);
-        let n_results = later.pick("n_results", self.n_results, was.n_results, n_results);
-        let fetch_multiplier = later.pick(
-            "fetch_multiplier",
-            self.fetch_multiplier,
-            was.fetch_multiplier,
-            fetch_multiplier,
-        );
-        let per_store_timeout = later.pick(
-            "per_store_timeout_s",
-            self.per_store_timeout,
-            was.per_store_timeout,
-            per_store_timeout,
-        );
-        let (live, file) = (&self.shaping, &was.shaping);
-        let shaping = Shaping {
-            authority_margin: later.pick(
-                "authority_margin",
-                live.authority_margin,
-                file.authority_margin,
-                authority_margin,
-            ),
-            min_per_store: later.pick(
-                "min_per_store",
-                live.min_per_store,
-                file.min_per_store,
-                min_per_store,
-            ),
-            budget_tokens: later.pick(
-                "budget_tokens",
-                live.budget_tokens,
-                file.budget_tokens,
-                budget_tokens,
-            ),
-            satellite_edges: later.pick(
-                "satellite_edges_enabled",
-                live.satellite_edges,
-                file.satellite_edges,
-                satellite_edges,
-            ),
-            satellite_budget: later.pick(
-                "satellite_budget",
-                live.satellite_budget,
-                file.satellite_budget,
-                satellite_budget,
-            ),
-            topic_edges: later.pick(
-                "edges_enabled",
-                live.topic_edges,
-                file.topic_edges,
-                topic_edges,
-            ),
-            edge_budget: later.pick(
-                "edge_budget",
-                live.edge_budget,
-                file.edge_budget,
-                edge_budget,
-            ),
-            hops: later.pick("hops", live.hops, file.hops, hops),
-            hop_terms: later.pick("hop_terms", live.hop_terms, file.hop_terms, hop_terms),
-            hop_budget: later.pick("hop_budget", live.hop_budget, file.hop_budget, hop_budget),
-        };
-        let mut knobs = Knobs {
-            k,
-            n_results,
-            fetch_multiplier,
-            per_store_timeout,
-            shaping,
-            stores: BTreeMap::new(),
-        };
+        let mut knobs = now.clone();
+        knobs.stores = BTreeMap::new();
+        for knob in TABLE {
+            if knob.pick(&mut knobs, self, was, &now) {
+                replaced.push(knob.name.to_owned());
+            }
+        }
         for (name, set) in &self.stores {
             // A store that left takes its overrides with it (the reload names it removed).
             let Some(row) = rows.iter().find(|row| &row.name == name) else {
@@ -337,7 +129,7 @@ impl Knobs {
                     *into = Some(live);
                 } else if live != now {
                     // The file changed this store's own value (or the store is new to it).
-                    later.0.push(format!("stores.{name}.{knob}"));
+                    replaced.push(format!("stores.{name}.{knob}"));
                 }
             }
             if kept != Override::default() {
@@ -345,34 +137,6 @@ impl Knobs {
             }
         }
         (knobs, replaced)
-    }
-
-    /// The live values, with the request's over them.
-    fn input(&self, r: &ConfigureRequest) -> KnobInput {
-        let s = &self.shaping;
-        KnobInput {
-            k: Some(r.k.unwrap_or(self.k)),
-            n_results: Some(r.n_results.unwrap_or(self.n_results)),
-            fetch_multiplier: Some(r.fetch_multiplier.unwrap_or(self.fetch_multiplier)),
-            per_store_timeout_s: Some(
-                r.per_store_timeout_s
-                    .unwrap_or(self.per_store_timeout.as_secs_f64()),
-            ),
-            authority_margin: Some(r.authority_margin.unwrap_or(s.authority_margin)),
-            min_per_store: Some(r.min_per_store.unwrap_or(s.min_per_store)),
-            // 0 or less clears the page [5.3]; a number too large for the rule is named by it.
-            budget_tokens: match r.budget_tokens {
-                None => s.budget_tokens,
-                Some(n) => Some(usize::try_from(n.max(0)).unwrap_or(usize::MAX)),
-            },
-            satellite_edges_enabled: Some(r.satellite_edges_enabled.unwrap_or(s.satellite_edges)),
-            satellite_budget: Some(r.satellite_budget.unwrap_or(s.satellite_budget)),
-            edges_enabled: Some(r.edges_enabled.unwrap_or(s.topic_edges)),
-            edge_budget: Some(r.edge_budget.unwrap_or(s.edge_budget)),
-            hops: Some(r.hops.unwrap_or(s.hops)),
-            hop_terms: Some(r.hop_terms.unwrap_or(s.hop_terms)),
-            hop_budget: Some(r.hop_budget.unwrap_or(s.hop_budget)),
-        }
     }
 
     /// The per-store overrides with the request's applied: each names a store of the roster
@@ -418,9 +182,9 @@ impl Knobs {
     fn changed(&self, request: &ConfigureRequest, rows: &[StoreRow]) -> Map<String, Value> {
         let given = serde_json::to_value(request).unwrap_or_default();
         let mut changed = Map::new();
-        for (key, _) in ROWS {
-            if given.get(key).is_some_and(|v| !v.is_null()) {
-                changed.insert((*key).to_owned(), self.value(key));
+        for knob in TABLE {
+            if given.get(knob.name).is_some_and(|v| !v.is_null()) {
+                changed.insert(knob.name.to_owned(), knob.value(self));
             }
         }
         if let Some(stores) = &request.stores {
@@ -439,25 +203,6 @@ impl Knobs {
     }
 }
 
-/// The later change wins, one knob at a time, naming each live value the file replaced.
-struct Later<'a>(&'a mut Vec<String>);
-
-impl Later<'_> {
-    /// `live` is the knob in force, `was` the file's value before the reload, `now` after. A knob
-    /// the file left alone keeps its live value; one it changed takes the file's, and when that
-    /// replaces a different live value (one set with `/configure`) the knob is named.
-    fn pick<T: PartialEq>(&mut self, key: &str, live: T, was: T, now: T) -> T {
-        if was == now {
-            live
-        } else {
-            if live != was && live != now {
-                self.0.push(key.to_owned());
-            }
-            now
-        }
-    }
-}
-
 /// `GET /knobs`: every knob's live, file and default value, and where the config, the overlay
 /// and the token come from (the source, never the token). The file's values are those of the
 /// config in force (`config`, as it was last loaded), kept in memory: nothing is read per request,
@@ -473,15 +218,15 @@ pub fn answer(
     let file = config.exists.then_some(config);
     let config_error = config_error.map(|error| crate::text::cut(&error, 300));
     let from_file = file.map(Knobs::from_config);
-    let federation = ROWS
+    let federation = TABLE
         .iter()
-        .map(|(key, what)| {
+        .map(|knob| {
             row(
-                key,
-                what,
-                live.value(key),
-                from_file.as_ref().map(|k| k.value(key)),
-                defaults.value(key),
+                knob.name,
+                knob.what,
+                knob.value(live),
+                from_file.as_ref().map(|k| knob.value(k)),
+                knob.value(&defaults),
             )
         })
         .collect();
@@ -637,9 +382,9 @@ mod tests {
     const NOW: &str = "federation:\n  k: 61\n  n_results: 13\n  fetch_multiplier: 4\n  per_store_timeout_s: 3.5\n  authority_margin: 0.25\n  min_per_store: 3\n  budget_tokens: 800\n  edges_enabled: true\n  edge_budget: 8\n  satellite_edges_enabled: true\n  satellite_budget: 9\n  hops: 3\n  hop_terms: 10\n  hop_budget: 11\n";
 
     fn all_knobs() -> Vec<String> {
-        let mut keys: Vec<String> = ROWS
+        let mut keys: Vec<String> = TABLE
             .iter()
-            .map(|(key, _)| (*key).to_owned())
+            .map(|knob| knob.name.to_owned())
             .filter(|key| key != "fusion_mode")
             .collect();
         keys.sort();

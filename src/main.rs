@@ -794,7 +794,7 @@ fn check_header(config: &Config) -> String {
     let _ = writeln!(
         out,
         "packet:  {}",
-        config.federation.shaping.describe().join("; ")
+        config.federation.knobs.shaping.describe().join("; ")
     );
     if let Some(why) = &config.server.token_error {
         let _ = writeln!(out, "error:   {why}; serve refuses to start");

@@ -3,7 +3,7 @@
 
 use super::scalar::Flag;
 use super::store::RawStoreEntry;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Keys the Python 5.3.0 service reads that this service does not implement. A file that holds them
@@ -52,16 +52,22 @@ pub(super) struct FileTls {
     pub(super) trust_system_store: Option<Flag>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// The `federation:` block as written. Its knob fields are read by the knob table
+/// ([`super::knob::read_knobs`], through their serde names); the rest are not knobs.
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub(super) struct FileFederation {
     pub(super) k: Option<u32>,
     pub(super) n_results: Option<usize>,
     pub(super) fetch_multiplier: Option<usize>,
     pub(super) per_store_timeout_s: Option<f64>,
+    #[serde(skip_serializing)]
     pub(super) breaker_failures: Option<u32>,
+    #[serde(skip_serializing)]
     pub(super) breaker_cooldown_s: Option<f64>,
+    #[serde(skip_serializing)]
     pub(super) breaker_max_cooldown_s: Option<f64>,
+    #[serde(skip_serializing)]
     pub(super) max_stores: Option<usize>,
     pub(super) authority_margin: Option<f64>,
     pub(super) min_per_store: Option<usize>,
@@ -73,6 +79,7 @@ pub(super) struct FileFederation {
     pub(super) hops: Option<usize>,
     pub(super) hop_terms: Option<usize>,
     pub(super) hop_budget: Option<usize>,
+    #[serde(skip_serializing)]
     pub(super) stores: Option<Vec<RawStoreEntry>>,
 }
 

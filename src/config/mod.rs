@@ -15,6 +15,7 @@
 //! It does not read the runtime overlay (see `overlay`) and does not bind stores (see `roster`).
 
 mod file;
+mod knob;
 mod oauth;
 mod scalar;
 mod secret;
@@ -29,8 +30,9 @@ pub use store::{
 };
 
 use crate::keychain::{Keychain, Pointer};
-use crate::limits::{MAX_CONFIG_BYTES, MAX_N_RESULTS};
+use crate::limits::MAX_CONFIG_BYTES;
 use file::{FileFederation, FileServer};
+pub use knob::{Given, Knob, Knobs, Override, Rule, SUPPORTED, Shaping, TABLE, knob, read_knobs};
 pub use oauth::{OAuth, PROTECTED_RESOURCE_PATH};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -244,22 +246,15 @@ pub struct Tls {
 /// The `federation:` block.
 #[derive(Debug, Clone)]
 pub struct Federation {
-    /// The RRF constant, a whole number >= 1.
-    pub k: u32,
-    /// The default number of fused hits, 1..=200.
-    pub n_results: usize,
-    /// Each store is asked for `n * fetch_multiplier` hits.
-    pub fetch_multiplier: usize,
-    /// The default bound on one store call.
-    pub per_store_timeout: Duration,
+    /// The knobs as the file sets them (the table's defaults for those it does not): the RRF
+    /// settings and how the fused list is shaped into the packet a model reads (pages, quota,
+    /// authority, edges, hops). The defaults are plain RRF.
+    pub knobs: Knobs,
     /// The per-store circuit breaker.
     pub breaker: crate::health::BreakerSettings,
     /// The most stores the roster holds (config and overlay together); more are skipped, and a
     /// run-time add is refused.
     pub max_stores: usize,
-    /// How the fused list is shaped into the packet a model reads (pages, quota, authority,
-    /// edges, hops). The defaults are plain RRF.
-    pub shaping: crate::packet::Shaping,
     /// The config file's stores, in file order.
     pub stores: Vec<Result<StoreEntry, Invalid>>,
 }
@@ -698,23 +693,11 @@ fn read_federation(
     problems: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> Federation {
-    let input = KnobInput {
-        k: f.k,
-        n_results: f.n_results,
-        fetch_multiplier: f.fetch_multiplier,
-        per_store_timeout_s: f.per_store_timeout_s,
-        authority_margin: f.authority_margin,
-        min_per_store: f.min_per_store,
-        budget_tokens: f.budget_tokens,
-        satellite_edges_enabled: f.satellite_edges_enabled.map(|f| f.0),
-        satellite_budget: f.satellite_budget,
-        edges_enabled: f.edges_enabled.map(|f| f.0),
-        edge_budget: f.edge_budget,
-        hops: f.hops,
-        hop_terms: f.hop_terms,
-        hop_budget: f.hop_budget,
+    let given = match serde_json::to_value(&f) {
+        Ok(serde_json::Value::Object(given)) => given,
+        _ => serde_json::Map::new(),
     };
-    let knobs = read_knobs(&input, "federation.", problems);
+    let knobs = read_knobs(&given, &Knobs::default(), "federation.", problems);
     let defaults = crate::health::BreakerSettings::default();
     let cooldown = seconds(
         "federation.breaker_cooldown_s",
@@ -750,156 +733,14 @@ fn read_federation(
         ));
     }
     Federation {
-        k: knobs.k,
-        n_results: knobs.n_results,
-        fetch_multiplier: knobs.fetch_multiplier,
-        per_store_timeout: knobs.per_store_timeout,
+        knobs,
         breaker: crate::health::BreakerSettings {
             failures: f.breaker_failures.unwrap_or(defaults.failures),
             cooldown,
             max_cooldown,
         },
         max_stores,
-        shaping: knobs.shaping,
         stores,
-    }
-}
-
-/// The knobs that can change while the service runs, as given (the file's `federation:`, or a
-/// `POST /configure` over the live values); absent ones take their defaults.
-#[derive(Debug, Clone, Default)]
-pub struct KnobInput {
-    pub k: Option<u32>,
-    pub n_results: Option<usize>,
-    pub fetch_multiplier: Option<usize>,
-    pub per_store_timeout_s: Option<f64>,
-    pub authority_margin: Option<f64>,
-    pub min_per_store: Option<usize>,
-    /// 0 is "no page" [5.3].
-    pub budget_tokens: Option<usize>,
-    pub satellite_edges_enabled: Option<bool>,
-    pub satellite_budget: Option<usize>,
-    pub edges_enabled: Option<bool>,
-    pub edge_budget: Option<usize>,
-    pub hops: Option<usize>,
-    pub hop_terms: Option<usize>,
-    pub hop_budget: Option<usize>,
-}
-
-/// Those knobs, checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KnobValues {
-    pub k: u32,
-    pub n_results: usize,
-    pub fetch_multiplier: usize,
-    pub per_store_timeout: Duration,
-    pub shaping: crate::packet::Shaping,
-}
-
-/// The one set of rules for the live knobs, for the file and `POST /configure` alike: every value
-/// out of range is named (`prefix` + key), and the defaults stand in for them.
-pub fn read_knobs(input: &KnobInput, prefix: &str, problems: &mut Vec<String>) -> KnobValues {
-    let k = input.k.unwrap_or(60);
-    if k == 0 {
-        problems.push(format!("{prefix}k must be a whole number >= 1, got 0"));
-    }
-    let n_results = within(
-        &format!("{prefix}n_results"),
-        input.n_results.unwrap_or(10),
-        1..=MAX_N_RESULTS as usize,
-        problems,
-    );
-    let fetch_multiplier = within(
-        &format!("{prefix}fetch_multiplier"),
-        input.fetch_multiplier.unwrap_or(2),
-        1..=100,
-        problems,
-    );
-    let per_store_timeout = seconds(
-        &format!("{prefix}per_store_timeout_s"),
-        Some(input.per_store_timeout_s.unwrap_or(5.0)),
-        Duration::from_secs(5),
-        problems,
-    );
-    KnobValues {
-        k,
-        n_results,
-        fetch_multiplier,
-        per_store_timeout,
-        shaping: read_shaping(input, prefix, problems),
-    }
-}
-
-/// The packet's knobs, with 5.3.0's names; absent keys are plain RRF.
-fn read_shaping(f: &KnobInput, prefix: &str, problems: &mut Vec<String>) -> crate::packet::Shaping {
-    use crate::limits::{MAX_BUDGET_TOKENS, MAX_EDGE_BUDGET, MAX_HOPS};
-    let defaults = crate::packet::Shaping::default();
-    let margin = f.authority_margin.unwrap_or(defaults.authority_margin);
-    if !(margin.is_finite() && (0.0..=1.0).contains(&margin)) {
-        problems.push(format!(
-            "{prefix}authority_margin must be within 0..=1, got {margin}"
-        ));
-    }
-    let count = |key: &str, value: Option<usize>, default: usize, range, problems: &mut _| {
-        within(
-            &format!("{prefix}{key}"),
-            value.unwrap_or(default),
-            range,
-            problems,
-        )
-    };
-    crate::packet::Shaping {
-        authority_margin: margin,
-        min_per_store: count(
-            "min_per_store",
-            f.min_per_store,
-            defaults.min_per_store,
-            0..=MAX_N_RESULTS as usize,
-            problems,
-        ),
-        // 5.3.0 reads 0 as "no page".
-        budget_tokens: match f.budget_tokens {
-            None | Some(0) => None,
-            Some(budget) => Some(within(
-                &format!("{prefix}budget_tokens"),
-                budget,
-                1..=MAX_BUDGET_TOKENS,
-                problems,
-            )),
-        },
-        satellite_edges: f
-            .satellite_edges_enabled
-            .unwrap_or(defaults.satellite_edges),
-        satellite_budget: count(
-            "satellite_budget",
-            f.satellite_budget,
-            defaults.satellite_budget,
-            0..=MAX_EDGE_BUDGET,
-            problems,
-        ),
-        topic_edges: f.edges_enabled.unwrap_or(defaults.topic_edges),
-        edge_budget: count(
-            "edge_budget",
-            f.edge_budget,
-            defaults.edge_budget,
-            0..=MAX_EDGE_BUDGET,
-            problems,
-        ),
-        hops: count("hops", f.hops, defaults.hops, 1..=MAX_HOPS, problems),
-        hop_terms: count(
-            "hop_terms",
-            f.hop_terms,
-            defaults.hop_terms,
-            0..=MAX_EDGE_BUDGET,
-            problems,
-        ),
-        hop_budget: count(
-            "hop_budget",
-            f.hop_budget,
-            defaults.hop_budget,
-            0..=MAX_N_RESULTS as usize,
-            problems,
-        ),
     }
 }
 

@@ -39,10 +39,13 @@ fn empty_file_gives_the_documented_defaults() {
     assert_eq!(config.server.port, 7423);
     assert!(config.server.token.is_none());
     assert!(!config.server.allow_open_lan);
-    assert_eq!(config.federation.k, 60);
-    assert_eq!(config.federation.n_results, 10);
-    assert_eq!(config.federation.fetch_multiplier, 2);
-    assert_eq!(config.federation.per_store_timeout, Duration::from_secs(5));
+    assert_eq!(config.federation.knobs.k, 60);
+    assert_eq!(config.federation.knobs.n_results, 10);
+    assert_eq!(config.federation.knobs.fetch_multiplier, 2);
+    assert_eq!(
+        config.federation.knobs.per_store_timeout,
+        Duration::from_secs(5)
+    );
     assert!(config.federation.stores.is_empty());
     assert_eq!(
         config.overlay_path,
@@ -98,7 +101,7 @@ fn a_python_5_3_file_starts_with_warnings() {
     // The packet's keys are implemented: read, not warned about, and 5.3.0's packet is on.
     assert!(!joined.contains("federation.hops"), "{joined}");
     assert!(!joined.contains("authority_margin"), "{joined}");
-    let shaping = &config.federation.shaping;
+    let shaping = &config.federation.knobs.shaping;
     assert_eq!(
         *shaping,
         crate::packet::Shaping::python_5_3(),
@@ -1093,7 +1096,11 @@ fn a_config_file_past_the_cap_is_refused_unread() {
     );
     std::fs::write(&path, &at_cap).unwrap();
     assert_eq!(
-        Config::load_from(&path, &Env::none()).unwrap().federation.k,
+        Config::load_from(&path, &Env::none())
+            .unwrap()
+            .federation
+            .knobs
+            .k,
         7
     );
     std::fs::write(&path, format!("{at_cap} ")).unwrap();

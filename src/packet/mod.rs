@@ -16,57 +16,8 @@ pub mod hops;
 pub mod page;
 
 use crate::fusion::{self, Fused, Order, RankedList};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
-/// The packet's knobs, with 5.3.0's names (`federation:` in the config, `GET /stores`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Shaping {
-    /// A store whose top hit stands this far above its runner-up (or is an exact match, >= 0.999)
-    /// leads the list, unless a weight puts another store's hit strictly ahead. 0 turns it off.
-    /// It reads magnitudes, so it is off by default.
-    pub authority_margin: f64,
-    /// Seats each answering store is given before the fused order fills the rest. 0 turns it off.
-    pub min_per_store: usize,
-    /// The default token page; null for none (a search's own `budget_tokens` wins).
-    pub budget_tokens: Option<usize>,
-    /// Whether a SerenMemory core brings its satellite episodes and the core it superseded.
-    #[serde(rename = "satellite_edges_enabled")]
-    pub satellite_edges: bool,
-    /// The most satellite and supersedes edges a packet carries.
-    pub satellite_budget: usize,
-    /// Whether memories sharing the packet's topics follow (`/by_topic`).
-    #[serde(rename = "edges_enabled")]
-    pub topic_edges: bool,
-    /// The most topic edges a packet carries.
-    pub edge_budget: usize,
-    /// Rounds of search: 1 is one fan; each more round fans a bridge query made of the query and
-    /// the last round's best hits.
-    pub hops: usize,
-    /// How many of a round's hits make the next round's bridge.
-    pub hop_terms: usize,
-    /// The most hits all later rounds add together.
-    pub hop_budget: usize,
-}
-
-impl Default for Shaping {
-    /// The seed's plain RRF: no page, no quota, no authority, no edges, one round. The counts
-    /// are 5.3.0's, so that turning a feature on needs one key.
-    fn default() -> Self {
-        Self {
-            authority_margin: 0.0,
-            min_per_store: 0,
-            budget_tokens: None,
-            satellite_edges: false,
-            satellite_budget: 3,
-            topic_edges: false,
-            edge_budget: 3,
-            hops: 1,
-            hop_terms: 4,
-            hop_budget: 5,
-        }
-    }
-}
+pub use crate::config::Shaping;
 
 impl Shaping {
     /// 5.3.0's defaults, for users who want its answers (docs/packet.md's copy-paste block, which a
@@ -126,24 +77,6 @@ impl Shaping {
         on
     }
 }
-
-/// The knobs this service reads, with 5.3.0's names (`GET /stores` `supported_knobs`).
-pub const KNOBS: &[&str] = &[
-    "k",
-    "n_results",
-    "fetch_multiplier",
-    "per_store_timeout_s",
-    "authority_margin",
-    "min_per_store",
-    "budget_tokens",
-    "edges_enabled",
-    "edge_budget",
-    "satellite_edges_enabled",
-    "satellite_budget",
-    "hops",
-    "hop_terms",
-    "hop_budget",
-];
 
 /// How one round's fused list is cut.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -147,8 +147,8 @@ proptest! {
         match Config::parse(Path::new("fuzz.yaml"), &text, &seren_corpus_callosum::config::Env::none()) {
             Ok(config) => {
                 // Whatever it accepted is in range.
-                prop_assert!(config.federation.k >= 1);
-                prop_assert!((1..=200).contains(&config.federation.n_results));
+                prop_assert!(config.federation.knobs.k >= 1);
+                prop_assert!((1..=200).contains(&config.federation.knobs.n_results));
                 for entry in config.federation.stores.iter().flatten() {
                     prop_assert!(entry.weight.is_finite() && entry.weight > 0.0);
                     prop_assert!((0.0..=1.0).contains(&entry.floor));

@@ -353,6 +353,27 @@ async fn every_knob_is_read_from_the_file_set_live_and_listed_with_its_default()
         );
     }
     assert!(rows.len() >= 14, "{}", rows.len());
+    // The table is what is listed: every entry, in its order, and nothing else.
+    let table: Vec<&str> = seren_corpus_callosum::config::TABLE
+        .iter()
+        .map(|knob| knob.name)
+        .collect();
+    let listed: Vec<&str> = rows
+        .iter()
+        .map(|row| row["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, table);
+    // A knob a search may set for itself is taken by `POST /search` (and its rule applies).
+    for knob in seren_corpus_callosum::config::TABLE
+        .iter()
+        .filter(|knob| knob.per_call)
+    {
+        let value = other_than(&knob.default.value());
+        let (status, answer) = plain
+            .post("/search", json!({ "query": "q", knob.name: value }))
+            .await;
+        assert_eq!(status, 200, "{}: {answer}", knob.name);
+    }
     for row in &rows {
         let key = row["key"].as_str().unwrap();
         let default = &row["default"];

@@ -475,7 +475,7 @@ async fn cli_on_the_sample_stores(examples: &mut Examples) {
     let config = Config::load_from(&dir.path().join("my.yaml"), &Env::none()).unwrap();
     assert!(config.warnings.is_empty(), "{:?}", config.warnings);
     assert_eq!(
-        config.federation.shaping,
+        config.federation.knobs.shaping,
         seren_corpus_callosum::packet::Shaping::python_5_3(),
         "{}: the block is 5.3.0's defaults",
         packet.at
