@@ -71,23 +71,11 @@ pub async fn serve_with(
     limits: Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::rt::TokioIo;
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        // A request head fits in 32 KiB; see `limits`.
-        .max_buf_size(crate::limits::MAX_HEAD_BYTES)
-        .keep_alive(true);
+    let builder = http1_builder(&limits);
     let service = hyper_util::service::TowerToHyperService::new(router);
-    let mut gate = Gate {
-        slots: Arc::new(Semaphore::new(limits.max_connections)),
-        table: Arc::new(Table::new()),
-        max: limits.max_connections,
-        refused: 0,
-        evicted: 0,
-    };
+    let mut gate = Gate::new(limits.max_connections);
     tokio::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -124,13 +112,32 @@ pub async fn serve_with(
         ));
     }
     drop(listener);
+    drain(graceful, limits.drain).await;
+    Ok(())
+}
+
+/// The HTTP/1.1 settings every connection is served with: keep-alive, the header timeout and
+/// the cap on a request head.
+fn http1_builder(limits: &Limits) -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        // A request head fits in 32 KiB; see `limits`.
+        .max_buf_size(crate::limits::MAX_HEAD_BYTES)
+        .keep_alive(true);
+    builder
+}
+
+/// Lets open requests finish after the listener is closed, for at most `wait`, then stops anyway
+/// (and says so).
+async fn drain(graceful: hyper_util::server::graceful::GracefulShutdown, wait: Duration) {
     tokio::select! {
         () = graceful.shutdown() => {}
-        () = tokio::time::sleep(limits.drain) => {
-            tracing::warn!(seconds = limits.drain.as_secs(), "open requests did not finish in time; stopping anyway");
+        () = tokio::time::sleep(wait) => {
+            tracing::warn!(seconds = wait.as_secs(), "open requests did not finish in time; stopping anyway");
         }
     }
-    Ok(())
 }
 
 /// Serves one connection until it ends or is evicted while idle (dropping it closes it; no request
@@ -164,6 +171,17 @@ struct Gate {
 }
 
 impl Gate {
+    /// A gate with `max` free slots and no connection open.
+    fn new(max: usize) -> Self {
+        Self {
+            slots: Arc::new(Semaphore::new(max)),
+            table: Arc::new(Table::new()),
+            max,
+            refused: 0,
+            evicted: 0,
+        }
+    }
+
     /// A slot for a new connection: a free one, or the one of the connection idle longest, which
     /// is closed to make room; `None` when every connection has a request under way.
     async fn admit(&mut self) -> Option<tokio::sync::OwnedSemaphorePermit> {

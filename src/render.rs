@@ -4,6 +4,7 @@
 //! the same facts as in the JSON for a fraction of the tokens; the structured content stays whole.
 
 use crate::api::{Hit, NameReason, SearchAnswer};
+use crate::packet::edges::EdgeKind;
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -53,10 +54,10 @@ pub fn place(hit: &Hit) -> String {
         Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     };
-    match text("source").as_str() {
-        "satellite-edge" => format!("satellite of {}", text("edge_of")),
-        "supersedes-edge" => format!("superseded by {}", text("edge_of")),
-        "topic-edge" => {
+    match EdgeKind::from_wire(&text(EdgeKind::KEY)) {
+        Some(EdgeKind::Satellite) => format!("satellite of {}", text("edge_of")),
+        Some(EdgeKind::Supersedes) => format!("superseded by {}", text("edge_of")),
+        Some(EdgeKind::Topic) => {
             let topics = match metadata.get("matched_topics") {
                 Some(Value::Array(items)) => items
                     .iter()
@@ -67,7 +68,7 @@ pub fn place(hit: &Hit) -> String {
             };
             format!("topic edge ({topics})")
         }
-        _ => match metadata.get("hop") {
+        None => match metadata.get("hop") {
             Some(hop) => format!("hop {hop} #{}", hit.store_rank),
             None => format!("#{}", hit.store_rank),
         },

@@ -21,7 +21,6 @@ use crate::store::clients::Clients;
 use crate::store::mcp::McpStore;
 use crate::store::mcp::client::Link;
 use crate::store::{self, Caller, Remote};
-use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 
@@ -53,7 +52,7 @@ pub struct Fan {
 /// stops parsing while the service runs, `entries` keeps the last good read (its stores stay
 /// fanned) and `error` says why nothing more is read or written.
 struct OverlayState {
-    entries: Vec<Value>,
+    entries: Vec<overlay::Row>,
     error: Option<String>,
 }
 
@@ -196,7 +195,7 @@ impl Inner {
     fn new(config: Arc<Config>, clients: Clients) -> Self {
         let backing = overlay::Backing::for_config(&config);
         // A file is read now; a table is read by the first `refresh` (it needs the network).
-        let read = backing.path().map_or(Ok(Vec::new()), overlay::load);
+        let read = backing.read_at_start();
         let state = match read {
             Ok(entries) => OverlayState {
                 entries,
@@ -274,7 +273,7 @@ impl Inner {
         }
         let kept = self.keep_token(&mut entry).await;
         let mut entries = state.entries.clone();
-        entries.push(entry.to_json());
+        entries.push(overlay::Row::new(entry.to_json()));
         let written = self.write_overlay(held, entries).await;
         let Ok(written) = written else {
             // Nothing changed, so the keychain entry made for this store must go too.
@@ -295,6 +294,34 @@ impl Inner {
         let mut state = self.overlay.lock().await;
         let held = self.lock_and_sync(&mut state).await?;
         let config = self.config();
+        self.check_removable(&state, &config, name)?;
+        let ours = our_pointer(&state.entries, &config, name);
+        let entries: Vec<overlay::Row> = state
+            .entries
+            .iter()
+            .filter(|entry| !entry.is_named(name))
+            .cloned()
+            .collect();
+        state.entries = self.write_overlay(held, entries).await?;
+        let fan = self.rebuild(&state.entries, None).await;
+        let active = fan.bound.len();
+        self.swap(fan);
+        if let Some(pointer) = ours {
+            self.forget_token(pointer).await;
+        }
+        tracing::info!(store = %name, active, "store removed");
+        Ok(active)
+    }
+
+    /// Refuses to remove `name` unless it is a store of the overlay's, with an entry there by
+    /// that name: a base store is the config's, an unreadable overlay is never written, and an
+    /// entry that cannot be read has no name to remove it by.
+    fn check_removable(
+        &self,
+        state: &OverlayState,
+        config: &Config,
+        name: &str,
+    ) -> Result<(), Refusal> {
         let managed = self
             .fan()
             .rows
@@ -307,16 +334,14 @@ impl Inner {
                 config.path.display()
             )));
         }
-        self.refuse_if_overlay_unreadable(&state)?;
+        self.refuse_if_overlay_unreadable(state)?;
         if managed.is_none() {
             return Err(Refusal::new(
                 RefusalKind::NotFound,
                 format!("no store named '{name}'"),
             ));
         }
-        let is_this =
-            |entry: &Value| entry.get("name").and_then(Value::as_str).map(str::trim) == Some(name);
-        if !state.entries.iter().any(is_this) {
+        if !state.entries.iter().any(|entry| entry.is_named(name)) {
             // A row labelled by its place: an overlay entry that cannot be read has no name to
             // remove it by.
             return Err(Refusal::new(
@@ -327,30 +352,7 @@ impl Inner {
                 ),
             ));
         }
-        // The keychain entry the callosum made for this store goes with it; one a person made
-        // (any other pointer), or one the config also names, stays.
-        let ours = state
-            .entries
-            .iter()
-            .filter(|entry| is_this(entry))
-            .filter_map(|entry| entry.get("token_keyring").and_then(Value::as_str))
-            .filter_map(|text| Pointer::parse(text).ok())
-            .find(|pointer| pointer.is_ours(name) && !config.names_pointer(pointer));
-        let entries: Vec<Value> = state
-            .entries
-            .iter()
-            .filter(|entry| !is_this(entry))
-            .cloned()
-            .collect();
-        state.entries = self.write_overlay(held, entries).await?;
-        let fan = self.rebuild(&state.entries, None).await;
-        let active = fan.bound.len();
-        self.swap(fan);
-        if let Some(pointer) = ours {
-            self.forget_token(pointer).await;
-        }
-        tracing::info!(store = %name, active, "store removed");
-        Ok(active)
+        Ok(())
     }
 
     /// Holds the overlay against every other process (the file's lock, or the table's, waiting
@@ -382,7 +384,7 @@ impl Inner {
     async fn sync(
         &self,
         state: &mut OverlayState,
-        read: Result<Vec<Value>, overlay::OverlayError>,
+        read: Result<Vec<overlay::Row>, overlay::OverlayError>,
     ) -> Option<Changed> {
         match read {
             Ok(entries) if entries == state.entries && state.error.is_none() => return None,
@@ -441,7 +443,7 @@ impl Inner {
 
     /// Binds every store again over `entries`, off the async threads: binding may read the
     /// keychain, which blocks (D-Bus, a system API).
-    async fn rebuild(&self, entries: &[Value], overlay_error: Option<String>) -> Fan {
+    async fn rebuild(&self, entries: &[overlay::Row], overlay_error: Option<String>) -> Fan {
         let config = self.config();
         let clients = self.clients.clone();
         let entries = entries.to_vec();
@@ -534,8 +536,8 @@ impl Inner {
     async fn write_overlay(
         &self,
         held: overlay::Held,
-        entries: Vec<Value>,
-    ) -> Result<Vec<Value>, Refusal> {
+        entries: Vec<overlay::Row>,
+    ) -> Result<Vec<overlay::Row>, Refusal> {
         let written = self.backing.commit(held, &entries).await;
         self.writes.count(written.is_ok());
         let Err(error) = written else {
@@ -548,6 +550,17 @@ impl Inner {
             format!("could not write the runtime overlay {place}: {error}; nothing changed"),
         ))
     }
+}
+
+/// The keychain entry the callosum made for the store `name`, which goes with it; one a person made
+/// (any other pointer), or one the config also names, stays.
+fn our_pointer(entries: &[overlay::Row], config: &Config, name: &str) -> Option<Pointer> {
+    entries
+        .iter()
+        .filter(|entry| entry.is_named(name))
+        .filter_map(overlay::Row::token_keyring)
+        .filter_map(|text| Pointer::parse(text).ok())
+        .find(|pointer| pointer.is_ours(name) && !config.names_pointer(pointer))
 }
 
 /// Checks a store to add, in the order the Python service checks (blank fields first). The rules
@@ -636,7 +649,7 @@ fn refused_key(key: &str) -> String {
 fn build_fan(
     config: &Config,
     clients: &Clients,
-    overlay: &[Value],
+    overlay: &[overlay::Row],
     overlay_error: Option<String>,
     before: Option<&Fan>,
 ) -> Fan {
@@ -656,7 +669,7 @@ fn build_fan(
             overlay
                 .iter()
                 .enumerate()
-                .map(|(i, value)| (true, overlay_entry(config, i, value))),
+                .map(|(i, row)| (true, overlay_entry(config, i, row))),
         );
     for (managed, entry) in entries {
         let row = match entry {
@@ -685,23 +698,21 @@ fn build_fan(
 /// One overlay entry, checked. It is worded without values (a mistyped `token` must not be quoted
 /// on `GET /` or in the log) and labelled by its name only when the name keeps the name rule,
 /// else by its place.
-fn overlay_entry(config: &Config, i: usize, value: &Value) -> Result<StoreEntry, Invalid> {
+fn overlay_entry(config: &Config, i: usize, row: &overlay::Row) -> Result<StoreEntry, Invalid> {
     let place = format!("runtime overlay entry {i}");
-    let entry = serde_path_to_error::deserialize::<_, RawStoreEntry>(value.clone())
+    let entry = (row.parse::<RawStoreEntry>())
         .map_err(|e| crate::api::value_free(e.path(), &e.inner().to_string()))
         .and_then(|raw| raw.check(&place))
         .map(|checked| {
             checked
                 .and_then(|entry| program_refused(entry, &place))
                 .and_then(|entry| file_refused(entry, &place))
-                .and_then(|entry| pointer_refused(config, entry, value, &place))
+                .and_then(|entry| pointer_refused(config, entry, row, &place))
         });
     entry.unwrap_or_else(|message| {
         Err(Invalid {
-            name: value
-                .get("name")
-                .and_then(Value::as_str)
-                .map(str::trim)
+            name: row
+                .name()
                 .filter(|n| crate::config::check_name(n).is_ok())
                 .map_or(place, str::to_owned),
             reason: format!("invalid entry: {message}"),
@@ -746,31 +757,21 @@ fn file_refused(entry: StoreEntry, place: &str) -> Result<StoreEntry, Invalid> {
 fn pointer_refused(
     config: &Config,
     entry: StoreEntry,
-    value: &Value,
+    row: &overlay::Row,
     place: &str,
 ) -> Result<StoreEntry, Invalid> {
     // The key as written, so the reason names what is in the file.
-    let written = |keys: [&'static str; 2]| {
-        keys.into_iter()
-            .find(|key| {
-                value
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .is_some_and(|v| !v.trim().is_empty())
-            })
-            .unwrap_or(keys[0])
-    };
     let refused = if entry.token_env.is_some() {
         Some(format!(
             "{place} names {}, an environment variable; a store in the runtime overlay never reads the service's environment: write the store in the config file, or add it again with its token",
-            written(["token_env", "bearer_token_env"])
+            row.env_key()
         ))
     } else if let Some(pointer) = &entry.token_keyring
         && (!pointer.is_ours(&entry.name) || config.names_pointer(pointer))
     {
         Some(format!(
             "{place} names {}, a keychain entry the callosum did not make for this store; from the runtime overlay only {} is read (when the config does not name it): write the store in the config file, or add it again with its token",
-            written(["token_keyring", "bearer_token_keyring"]),
+            row.keyring_key(),
             Pointer::for_store(&entry.name)
         ))
     } else {
@@ -920,6 +921,7 @@ fn bind(config: &Config, clients: &Clients, entry: &StoreEntry) -> Result<Bound,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn roster(yaml: &str, overlay: Option<&str>) -> (Roster, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();

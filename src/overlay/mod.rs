@@ -1,10 +1,11 @@
 //! The runtime overlay, `runtime-stores.json`: the stores added while the service runs.
 //!
 //! The file is a JSON array of store entries, owned by the machine (the YAML config is never
-//! written). This module reads and writes it and nothing more: entries are kept as raw JSON so an
-//! entry this version cannot bind (a hand edit, a newer type) is carried through every rewrite
-//! instead of being lost. Writes are atomic: a temp file in the same directory, flushed to disk,
-//! then renamed over the old file, so a crash leaves either the old file or the new one.
+//! written). This module reads and writes it and nothing more: each entry is a [`Row`], which
+//! keeps the JSON as written so an entry this version cannot bind (a hand edit, a newer type) is
+//! carried through every rewrite instead of being lost. Writes are atomic: a temp file in the same
+//! directory, flushed to disk, then renamed over the old file, so a crash leaves either the old
+//! file or the new one.
 //!
 //! Several processes may share one overlay (a host's `stdio` beside `serve`, replicas on a shared
 //! volume). A change is a read-modify-write under [`lock`], an advisory lock on a file beside the
@@ -21,6 +22,103 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// One overlay entry: the JSON as written, kept whole (it is written back byte for byte, and an
+/// entry that cannot be read is shown as it is), and what the roster reads of it, read once here
+/// so no other module looks inside the JSON by key.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The entry as written: any JSON value, an object when it is a store entry at all.
+    raw: Value,
+    /// Its `name`, trimmed, when it is a string; `None` when it is missing or not a string.
+    name: Option<String>,
+    /// Its `token_keyring` (the key the callosum writes a pointer under), when it is a string.
+    token_keyring: Option<String>,
+}
+
+impl Row {
+    /// The entry as written, and what is read of it.
+    pub fn new(raw: Value) -> Self {
+        let text = |key: &str| raw.get(key).and_then(Value::as_str);
+        let name = text("name").map(|name| name.trim().to_owned());
+        let token_keyring = text("token_keyring").map(str::to_owned);
+        Self {
+            raw,
+            name,
+            token_keyring,
+        }
+    }
+
+    /// Its name as written, trimmed; `None` when the entry has no name that is text.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Whether its name, trimmed, is `name`.
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name() == Some(name)
+    }
+
+    /// The keychain pointer it holds under `token_keyring`, as written (not yet parsed).
+    pub fn token_keyring(&self) -> Option<&str> {
+        self.token_keyring.as_deref()
+    }
+
+    /// The key its token's environment variable is written under: `token_env`, or its alias
+    /// `bearer_token_env` when only that one holds a name. For a reason that names what is in
+    /// the file.
+    pub fn env_key(&self) -> &'static str {
+        self.written(["token_env", "bearer_token_env"])
+    }
+
+    /// The key its keychain pointer is written under: `token_keyring`, or its alias
+    /// `bearer_token_keyring` when only that one holds a pointer.
+    pub fn keyring_key(&self) -> &'static str {
+        self.written(["token_keyring", "bearer_token_keyring"])
+    }
+
+    /// The first of `keys` that holds text that is not blank; the first key when none does.
+    fn written(&self, keys: [&'static str; 2]) -> &'static str {
+        keys.into_iter()
+            .find(|key| {
+                (self.raw.get(key))
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| !v.trim().is_empty())
+            })
+            .unwrap_or(keys[0])
+    }
+
+    /// The entry read as `T`, with the path to the first value that does not fit.
+    pub fn parse<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
+        serde_path_to_error::deserialize(self.raw.clone())
+    }
+
+    /// The entry as written, for the file written back.
+    fn raw(&self) -> &Value {
+        &self.raw
+    }
+}
+
+/// Two rows are the same entry when they are written the same: what is read of them follows.
+impl PartialEq for Row {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+
+/// A row is written as the JSON it was read from, so a rewrite changes no entry it keeps.
+impl serde::Serialize for Row {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(serializer)
+    }
+}
+
+/// The rows of entries as read.
+fn rows(entries: Vec<Value>) -> Vec<Row> {
+    entries.into_iter().map(Row::new).collect()
+}
 
 /// Why the overlay could not be read. The file is then left alone until it is fixed or removed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -102,12 +200,19 @@ impl Backing {
         }
     }
 
+    /// Reads the overlay now, at start: a file is read (blocking); a table is read by the first
+    /// [`Backing::read`] instead (it needs the network), so it is empty until then.
+    pub fn read_at_start(&self) -> Result<Vec<Row>, OverlayError> {
+        self.path()
+            .map_or(Ok(Vec::new()), |path| load(path).map(rows))
+    }
+
     /// Reads the overlay as it stands.
-    pub async fn read(&self) -> Result<Vec<Value>, OverlayError> {
+    pub async fn read(&self) -> Result<Vec<Row>, OverlayError> {
         match self {
             Backing::File(path) => {
                 let path = path.clone();
-                let read = tokio::task::spawn_blocking(move || load(&path)).await;
+                let read = tokio::task::spawn_blocking(move || load(&path).map(rows)).await;
                 read.unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
             }
             #[cfg(feature = "postgres")]
@@ -122,7 +227,7 @@ impl Backing {
 
     /// Opens a change: the overlay held against every other process (waiting for one that holds
     /// it, within [`OVERLAY_LOCK_WAIT`]), and what it holds as read under that hold.
-    pub async fn begin(&self) -> Result<(Held, Result<Vec<Value>, OverlayError>), BeginError> {
+    pub async fn begin(&self) -> Result<(Held, Result<Vec<Row>, OverlayError>), BeginError> {
         let busy = || {
             BeginError::Busy(format!(
                 "another process has held the runtime overlay {} for {} s",
@@ -136,7 +241,7 @@ impl Backing {
                 let locked = tokio::time::timeout(
                     OVERLAY_LOCK_WAIT,
                     tokio::task::spawn_blocking(move || {
-                        lock(&path).map(|lock| (lock, load(&path)))
+                        lock(&path).map(|lock| (lock, load(&path).map(rows)))
                     }),
                 )
                 .await
@@ -163,10 +268,11 @@ impl Backing {
     }
 
     /// Replaces the overlay with `entries` and lets go of it. On error nothing changed.
-    pub async fn commit(&self, held: Held, entries: &[Value]) -> Result<(), String> {
+    pub async fn commit(&self, held: Held, entries: &[Row]) -> Result<(), String> {
         match (self, held) {
             (Backing::File(path), Held::File(lock)) => {
-                let (path, entries) = (path.clone(), entries.to_vec());
+                let path = path.clone();
+                let entries: Vec<Value> = entries.iter().map(Row::raw).cloned().collect();
                 let saved = tokio::task::spawn_blocking(move || {
                     let saved = save(&path, &entries);
                     drop(lock);

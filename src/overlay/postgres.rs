@@ -9,6 +9,7 @@
 //! listens, so nothing written meanwhile is missed. Connections are plain TCP (`NoTls`): reach a
 //! remote server through a TLS tunnel, or on a private network.
 
+use super::Row;
 use crate::limits::OVERLAY_LOCK_WAIT;
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -86,14 +87,14 @@ impl Overlay {
     }
 
     /// The table's entries, in order.
-    pub async fn read(&self) -> Result<Vec<Value>, String> {
+    pub async fn read(&self) -> Result<Vec<Row>, String> {
         let guard = self.connected().await?;
         let client = guard.as_ref().expect("connected");
         select(client).await
     }
 
     /// Opens a change: the table locked, and its entries as they stand under the lock.
-    pub async fn begin(&self) -> Result<(Txn, Vec<Value>), String> {
+    pub async fn begin(&self) -> Result<(Txn, Vec<Row>), String> {
         let guard = self.connected().await?;
         let locked = {
             let client = guard.as_ref().expect("connected");
@@ -122,7 +123,7 @@ impl Overlay {
     }
 
     /// Writes `entries` as the table's rows, tells every replica, and commits.
-    pub async fn commit(&self, mut txn: Txn, entries: &[Value]) -> Result<(), String> {
+    pub async fn commit(&self, mut txn: Txn, entries: &[Row]) -> Result<(), String> {
         let text = serde_json::to_string(entries).map_err(|e| e.to_string())?;
         let client = client_of(&txn)?;
         let written = async {
@@ -171,7 +172,7 @@ fn client_of(txn: &Txn) -> Result<&Client, String> {
         .ok_or_else(|| "the change was already finished".to_owned())
 }
 
-async fn select(client: &Client) -> Result<Vec<Value>, String> {
+async fn select(client: &Client) -> Result<Vec<Row>, String> {
     let row = client
         .query_one(
             &format!(
@@ -183,7 +184,7 @@ async fn select(client: &Client) -> Result<Vec<Value>, String> {
         .map_err(|e| words(&e))?;
     let text: String = row.get(0);
     match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Array(entries)) => Ok(entries),
+        Ok(Value::Array(entries)) => Ok(super::rows(entries)),
         _ => Err("the table's entries are not a JSON array".into()),
     }
 }

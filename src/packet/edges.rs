@@ -18,11 +18,39 @@ use crate::metadata::Metadata;
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
 
-/// The kind of a satellite edge, as `metadata.source` names it.
-const SATELLITE: &str = "satellite-edge";
-const SUPERSEDES: &str = "supersedes-edge";
-/// `metadata.source` of a topic edge.
-pub const TOPIC: &str = "topic-edge";
+/// The kind of an edge: what it is the edge of. On the wire it is `metadata.source`, in the words
+/// [`EdgeKind::wire`] gives; the packet writes it and the compact text reads it back, both here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeKind {
+    /// An episode attached to a core of the packet.
+    Satellite,
+    /// The core a core of the packet superseded.
+    Supersedes,
+    /// A memory sharing the packet's topic tags, from `/by_topic`.
+    Topic,
+}
+
+impl EdgeKind {
+    /// Every kind, for reading one back.
+    pub const ALL: [EdgeKind; 3] = [EdgeKind::Satellite, EdgeKind::Supersedes, EdgeKind::Topic];
+
+    /// The metadata key an edge's kind is written under.
+    pub const KEY: &'static str = "source";
+
+    /// The kind as `metadata.source` names it.
+    pub const fn wire(self) -> &'static str {
+        match self {
+            EdgeKind::Satellite => "satellite-edge",
+            EdgeKind::Supersedes => "supersedes-edge",
+            EdgeKind::Topic => "topic-edge",
+        }
+    }
+
+    /// The kind a `metadata.source` names; `None` for any other text (a hit that is no edge).
+    pub fn from_wire(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.wire() == text)
+    }
+}
 
 /// Takes every row's satellites out (they never reach the wire as such) and, up to `budget`,
 /// turns them into edges after the packet: round-robin across cores, skipping an item whose id
@@ -33,7 +61,7 @@ pub fn satellites(
     seen: &mut Seen,
     left: &mut Option<usize>,
 ) -> Vec<Row> {
-    let mut queues: Vec<(usize, std::vec::IntoIter<(Episode, &'static str)>)> = Vec::new();
+    let mut queues: Vec<(usize, std::vec::IntoIter<(Episode, EdgeKind)>)> = Vec::new();
     for (at, row) in packet.iter_mut().enumerate() {
         let Some(satellites) = row.hit.satellites.take() else {
             continue;
@@ -44,9 +72,9 @@ pub fn satellites(
         let mut items: Vec<_> = satellites
             .recent
             .into_iter()
-            .map(|e| (e, SATELLITE))
+            .map(|e| (e, EdgeKind::Satellite))
             .collect();
-        items.extend(satellites.supersedes.map(|e| (e, SUPERSEDES)));
+        items.extend(satellites.supersedes.map(|e| (e, EdgeKind::Supersedes)));
         queues.push((at, items.into_iter()));
     }
     let mut edges = Vec::new();
@@ -75,9 +103,9 @@ pub fn satellites(
 }
 
 /// One satellite or supersedes edge of `core`, `rank` among the packet's satellite edges.
-fn satellite_edge(core: &Row, episode: Episode, kind: &'static str, rank: usize) -> Row {
+fn satellite_edge(core: &Row, episode: Episode, kind: EdgeKind, rank: usize) -> Row {
     let core_id = Value::from(core.hit.id.as_str());
-    let (edge_kind, of_core, superseded_by) = if kind == SATELLITE {
+    let (edge_kind, of_core, superseded_by) = if kind == EdgeKind::Satellite {
         ("satellite", core_id.clone(), Value::Null)
     } else {
         ("core", Value::Null, core_id.clone())
@@ -92,7 +120,7 @@ fn satellite_edge(core: &Row, episode: Episode, kind: &'static str, rank: usize)
         core.hit.metadata.get("topic").unwrap_or(Value::Null),
     );
     metadata.insert("created_at".into(), episode.created_at);
-    metadata.insert("source".into(), json!(kind));
+    metadata.insert(EdgeKind::KEY.into(), json!(kind.wire()));
     metadata.insert("edge_of".into(), core_id);
     Row {
         store: core.store.clone(),

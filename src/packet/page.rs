@@ -91,72 +91,111 @@ impl Walk {
 
 /// The places of the rows that make the packet, in reading order (`lead` first, then fused
 /// order): each store's seats first, then the fill, under the row cap and the page.
-///
-/// One function, a little over 60 lines: the two passes share what is chosen, the seats and what
-/// is left of the page, and split they would hand all of it back and forth.
 pub fn choose(order: &mut Order, lead: Option<Place>, cut: &Cut) -> Vec<Place> {
-    let cap = cut.rows.unwrap_or(usize::MAX);
-    let budget = cut.budget;
-    // (reading position, place) of every row taken.
-    let mut chosen: Vec<(usize, Place)> = Vec::new();
-    let mut taken: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
-    let mut left = budget.unwrap_or(usize::MAX);
-    // On a page, no row costs less than the cheapest row's floor: once less is left, it is full,
-    // and a walk need not read the rest of the order to find that nothing fits.
-    let cheapest = match budget {
-        Some(_) => (0..order.lists())
-            .flat_map(|list| order.list(list))
-            .map(cost_floor)
-            .min()
-            .unwrap_or(MIN_ROW),
-        None => 0,
-    };
-    let full = |chosen: &Vec<(usize, Place)>, left: usize| {
-        chosen.len() >= cap || (budget.is_some() && left < cheapest.max(MIN_ROW))
-    };
-    // Whether a row fits what is left, and what it costs (nothing without a page). The exact
-    // count reads the text; most rows that cannot fit are told by their length alone.
-    let fits = |order: &Order, place: Place, left: usize| -> Option<usize> {
-        if budget.is_none() {
+    let mut picks = Picks::new(order, cut);
+    if cut.min_per_store > 0 && (picks.budget.is_some() || order.len() > picks.cap) {
+        picks.reserve(order, lead, cut.min_per_store);
+    }
+    picks.fill(order, lead);
+    picks.into_places()
+}
+
+/// What the two passes of [`choose`] share: the rows taken so far, the seats' rows among them,
+/// and what is left of the row cap and the page.
+struct Picks {
+    cap: usize,
+    budget: Option<usize>,
+    /// On a page, no row costs less than the cheapest row's floor: once less is left, it is full,
+    /// and a walk need not read the rest of the order to find that nothing fits.
+    cheapest: usize,
+    left: usize,
+    /// (reading position, place) of every row taken.
+    chosen: Vec<(usize, Place)>,
+    /// The (list, rank) of every row the seats took, so the fill does not take it again.
+    taken: std::collections::HashSet<(usize, usize)>,
+}
+
+impl Picks {
+    /// Nothing taken yet, with the cap and the page `cut` asks for.
+    fn new(order: &Order, cut: &Cut) -> Self {
+        let budget = cut.budget;
+        let cheapest = match budget {
+            Some(_) => (0..order.lists())
+                .flat_map(|list| order.list(list))
+                .map(cost_floor)
+                .min()
+                .unwrap_or(MIN_ROW),
+            None => 0,
+        };
+        Self {
+            cap: cut.rows.unwrap_or(usize::MAX),
+            budget,
+            cheapest,
+            left: budget.unwrap_or(usize::MAX),
+            chosen: Vec::new(),
+            taken: std::collections::HashSet::new(),
+        }
+    }
+
+    /// Whether no more rows can be taken: the row cap is reached, or the page has too little left.
+    fn is_full(&self) -> bool {
+        self.chosen.len() >= self.cap
+            || (self.budget.is_some() && self.left < self.cheapest.max(MIN_ROW))
+    }
+
+    /// Whether a row fits what is left, and what it costs (nothing without a page). The exact
+    /// count reads the text; most rows that cannot fit are told by their length alone.
+    fn fits(&self, order: &Order, place: Place) -> Option<usize> {
+        if self.budget.is_none() {
             return Some(0);
         }
         let hit = order.hit(place);
-        if cost_floor(hit) > left {
+        if cost_floor(hit) > self.left {
             return None;
         }
-        Some(row_cost(hit)).filter(|&cost| cost <= left)
-    };
-    if cut.min_per_store > 0 && (budget.is_some() || order.len() > cap) {
+        Some(row_cost(hit)).filter(|&cost| cost <= self.left)
+    }
+
+    /// The reserve pass: each store's best rows that fit, up to `min_per_store` of them.
+    fn reserve(&mut self, order: &mut Order, lead: Option<Place>, min_per_store: usize) {
         let mut seats = vec![0usize; order.lists()];
         let mut walk = Walk::new(lead);
         let mut at = 0;
-        while !full(&chosen, left) {
+        while !self.is_full() {
             let Some(place) = walk.next(order) else { break };
-            if seats[place.list] < cut.min_per_store
-                && let Some(cost) = fits(order, place, left)
+            if seats[place.list] < min_per_store
+                && let Some(cost) = self.fits(order, place)
             {
                 seats[place.list] += 1;
-                left -= cost;
-                taken.insert((place.list, place.rank));
-                chosen.push((at, place));
+                self.left -= cost;
+                self.taken.insert((place.list, place.rank));
+                self.chosen.push((at, place));
             }
             at += 1;
         }
     }
-    let mut walk = Walk::new(lead);
-    let mut at = 0;
-    while !full(&chosen, left) {
-        let Some(place) = walk.next(order) else { break };
-        if !taken.contains(&(place.list, place.rank))
-            && let Some(cost) = fits(order, place, left)
-        {
-            left -= cost;
-            chosen.push((at, place));
+
+    /// The fill pass: every row the seats did not take, in reading order, while it fits.
+    fn fill(&mut self, order: &mut Order, lead: Option<Place>) {
+        let mut walk = Walk::new(lead);
+        let mut at = 0;
+        while !self.is_full() {
+            let Some(place) = walk.next(order) else { break };
+            if !self.taken.contains(&(place.list, place.rank))
+                && let Some(cost) = self.fits(order, place)
+            {
+                self.left -= cost;
+                self.chosen.push((at, place));
+            }
+            at += 1;
         }
-        at += 1;
     }
-    chosen.sort_unstable_by_key(|(at, _)| *at);
-    chosen.into_iter().map(|(_, place)| place).collect()
+
+    /// The places taken, in reading order.
+    fn into_places(mut self) -> Vec<Place> {
+        self.chosen.sort_unstable_by_key(|(at, _)| *at);
+        self.chosen.into_iter().map(|(_, place)| place).collect()
+    }
 }
 
 /// Whether a row costing `cost` fits what is `left` of the page, spending it if so. `None` is no

@@ -7,6 +7,7 @@
 use super::{Options, Protocol, StoreType, decode_hits, id_text, relevance_from_distance};
 use crate::fusion::{Episode, Hit, Satellites};
 use crate::metadata::{Fragment, Metadata, Raw, RawObject};
+use crate::packet::edges::EdgeKind;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::borrow::Cow;
@@ -156,8 +157,8 @@ impl Protocol for Memory {
                     ),
                     // Overwrites any `source` of the store's own [5.3].
                     (
-                        Cow::Borrowed("source"),
-                        Fragment::Str(crate::packet::edges::TOPIC),
+                        Cow::Borrowed(EdgeKind::KEY),
+                        Fragment::Str(EdgeKind::Topic.wire()),
                     ),
                 ]);
                 Hit {

@@ -563,43 +563,12 @@ fn cause(error: &(dyn std::error::Error + 'static)) -> String {
 
 /// The words for the first error in `error`'s chain whose type is known.
 fn words(error: &(dyn std::error::Error + 'static)) -> Option<String> {
-    use rmcp::service::ClientInitializeError as Init;
     use rmcp::transport::DynamicTransportError;
-    if let Some(init) = error.downcast_ref::<Init>() {
-        return Some(match init {
-            // rmcp holds the transport's error in a field it does not name as the source.
-            Init::TransportError { error, .. } => return words(error),
-            Init::ConnectionClosed(_) => "the server closed the connection".into(),
-            Init::JsonRpcError(error) => {
-                format!("the server refused initialize (code {})", error.code.0)
-            }
-            Init::ExpectedInitResponse(_) | Init::ExpectedInitResult(_) => {
-                "the server's answer is not an initialize result".into()
-            }
-            Init::ConflictInitResponseId(..) | Init::UncorrelatedErrorResponse { .. } => {
-                "the server answered with another request's id".into()
-            }
-            Init::NoCompatibleProtocolVersion { .. } => {
-                "the server speaks no protocol version the callosum does".into()
-            }
-            Init::Cancelled => "cancelled".into(),
-            _ => "the server could not be initialized".into(),
-        });
+    if let Some(init) = error.downcast_ref::<rmcp::service::ClientInitializeError>() {
+        return init_words(init);
     }
     if let Some(service) = error.downcast_ref::<ServiceError>() {
-        return Some(match service {
-            ServiceError::TransportSend(error) => return words(error),
-            ServiceError::McpError(error) => {
-                format!("the server answered an error (code {})", error.code.0)
-            }
-            ServiceError::TransportClosed => "the server closed the session".into(),
-            ServiceError::UnexpectedResponse => {
-                "the server answered with the wrong kind of response".into()
-            }
-            ServiceError::Timeout { timeout } => Failure::Timeout(*timeout).to_string(),
-            ServiceError::Cancelled { .. } => "cancelled".into(),
-            _ => "the call failed".into(),
-        });
+        return service_words(service);
     }
     if let Some(transport) = error.downcast_ref::<DynamicTransportError>() {
         return words(transport.error.as_ref());
@@ -624,6 +593,47 @@ fn words(error: &(dyn std::error::Error + 'static)) -> Option<String> {
         ));
     }
     error.source().and_then(words)
+}
+
+/// The words for a session that could not be started (rmcp's `ClientInitializeError`).
+fn init_words(init: &rmcp::service::ClientInitializeError) -> Option<String> {
+    use rmcp::service::ClientInitializeError as Init;
+    Some(match init {
+        // rmcp holds the transport's error in a field it does not name as the source.
+        Init::TransportError { error, .. } => return words(error),
+        Init::ConnectionClosed(_) => "the server closed the connection".into(),
+        Init::JsonRpcError(error) => {
+            format!("the server refused initialize (code {})", error.code.0)
+        }
+        Init::ExpectedInitResponse(_) | Init::ExpectedInitResult(_) => {
+            "the server's answer is not an initialize result".into()
+        }
+        Init::ConflictInitResponseId(..) | Init::UncorrelatedErrorResponse { .. } => {
+            "the server answered with another request's id".into()
+        }
+        Init::NoCompatibleProtocolVersion { .. } => {
+            "the server speaks no protocol version the callosum does".into()
+        }
+        Init::Cancelled => "cancelled".into(),
+        _ => "the server could not be initialized".into(),
+    })
+}
+
+/// The words for a call in a started session that failed (rmcp's `ServiceError`).
+fn service_words(service: &ServiceError) -> Option<String> {
+    Some(match service {
+        ServiceError::TransportSend(error) => return words(error),
+        ServiceError::McpError(error) => {
+            format!("the server answered an error (code {})", error.code.0)
+        }
+        ServiceError::TransportClosed => "the server closed the session".into(),
+        ServiceError::UnexpectedResponse => {
+            "the server answered with the wrong kind of response".into()
+        }
+        ServiceError::Timeout { timeout } => Failure::Timeout(*timeout).to_string(),
+        ServiceError::Cancelled { .. } => "cancelled".into(),
+        _ => "the call failed".into(),
+    })
 }
 
 /// The words for rmcp's HTTP transport error, `StreamableHttpError<E>`, `E` the error of the
