@@ -4,6 +4,7 @@
 //! Also [`Refusal`]: a request the core will not carry out, with the status REST gives it and the
 //! message both edges show.
 
+pub use crate::config::TextFormat;
 use crate::metadata::Metadata;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -37,31 +38,6 @@ pub struct SearchToolRequest {
     #[serde(default)]
     #[schemars(with = "TextFormat")]
     pub format: Option<TextFormat>,
-}
-
-/// How the MCP `search` tool writes its text block.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum TextFormat {
-    /// The whole answer as JSON, as the Python service writes it.
-    #[default]
-    Json,
-    /// One numbered line per hit: store, rank, content, what an edge belongs to.
-    Compact,
-}
-
-impl TextFormat {
-    /// Reads a config value, naming the allowed ones when it is none of them.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text {
-            "json" => Ok(Self::Json),
-            "compact" => Ok(Self::Compact),
-            other => Err(format!(
-                "must be \"json\" or \"compact\", got {:?}",
-                crate::text::cut(other, 40)
-            )),
-        }
-    }
 }
 
 impl SearchRequest {
@@ -497,43 +473,13 @@ pub fn value_free(path: &serde_path_to_error::Path, message: &str) -> String {
             break;
         }
     }
-    let message = without_values(message.split(" at line ").next().unwrap_or_default());
+    let message =
+        crate::text::without_values(message.split(" at line ").next().unwrap_or_default());
     if shown.is_empty() {
         message
     } else {
         format!("{shown}: {message}")
     }
-}
-
-/// serde's messages quote the value they met (`invalid type: string "x", expected f64`, `invalid
-/// value: integer `7`, ...`, `unknown variant `x``); this keeps the kind and drops the value.
-pub fn without_values(message: &str) -> String {
-    for prefix in ["invalid type: ", "invalid value: "] {
-        if let Some(rest) = message.strip_prefix(prefix) {
-            // serde writes "<unexpected>, expected <what>"; the expected part is ours.
-            let (unexpected, expected) = match rest.rfind(", expected ") {
-                Some(at) => (&rest[..at], &rest[at..]),
-                None => (rest, ""),
-            };
-            let kind = unexpected
-                .split(['"', '`'])
-                .next()
-                .unwrap_or_default()
-                .trim();
-            return format!("{prefix}{kind}{expected}");
-        }
-    }
-    if message.starts_with("unknown variant") || message.starts_with("unknown field") {
-        return message
-            .split(", expected")
-            .next()
-            .map_or_else(String::new, |head| {
-                head.split('`').next().unwrap_or_default().trim().to_owned()
-            });
-    }
-    // Syntax errors, "missing field", "nested deeper than", "number out of range" and the like
-    // name no value. Anything else is cut short, to be safe.
-    crate::text::cut(message, 120)
 }
 
 /// What `POST /stores` and `add_store` take, before it becomes a [`StoreEntry`].

@@ -12,30 +12,10 @@
 //! await, so it cannot stall the runtime.
 
 use crate::api::{BreakerState, HealthStatus, StoreHealth};
+pub use crate::config::BreakerSettings;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// The breaker's settings (from the `federation:` block).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BreakerSettings {
-    /// Consecutive failures that open the circuit; 0 turns the breaker off.
-    pub failures: u32,
-    /// The first cool-down before a probe.
-    pub cooldown: Duration,
-    /// The longest cool-down, however long the store stays down.
-    pub max_cooldown: Duration,
-}
-
-impl Default for BreakerSettings {
-    fn default() -> Self {
-        Self {
-            failures: 3,
-            cooldown: Duration::from_secs(5),
-            max_cooldown: Duration::from_secs(60),
-        }
-    }
-}
 
 /// The breaker's state for one store.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -13,7 +13,7 @@
 use crate::api::NewStore;
 use crate::api::{NameReason, Refusal, RefusalKind, StoreRow, StoreStatus};
 use crate::config::Endpoint;
-use crate::config::{Config, Invalid, RawStoreEntry, StoreEntry};
+use crate::config::{Config, Invalid, RawStoreEntry, StoreEntry, StoreKind, TypeRules};
 use crate::keychain::Pointer;
 use crate::limits::KEYCHAIN_WAIT;
 use crate::overlay;
@@ -592,23 +592,19 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
     crate::config::check_name(&name).map_err(Refusal::bad_request)?;
     crate::config::StoreUrl::parse(&url)
         .map_err(|why| Refusal::bad_request(format!("url {why}")))?;
-    if store::known_options(&kind).is_none() {
-        return Err(Refusal::bad_request(store::unknown_type(&kind)));
-    }
+    let kind = StoreKind::parse(&kind).map_err(Refusal::bad_request)?;
     let options = new.mcp.options();
-    if kind != store::mcp::TYPE.name
+    if kind != StoreKind::Mcp
         && let Some(key) = options.keys().next()
     {
         return Err(Refusal::bad_request(format!(
             "{key} is a setting of mcp stores, not of {kind} stores"
         )));
     }
-    if kind == store::mcp::TYPE.name {
-        store::mcp::Spec::parse(&options).map_err(Refusal::bad_request)?;
-    }
+    kind.check_options(&options).map_err(Refusal::bad_request)?;
     let raw = RawStoreEntry {
         name: Some(name),
-        kind: Some(kind),
+        kind: Some(kind.name().to_owned()),
         url: Some(url),
         weight: new.weight,
         floor: new.floor,
@@ -792,7 +788,7 @@ fn row(entry: StoreEntry, managed: bool, status: StoreStatus) -> StoreRow {
         auth: entry.has_auth(),
         url: entry.endpoint.shown(),
         name: entry.name,
-        kind: entry.kind,
+        kind: entry.kind.name().to_owned(),
         weight: entry.weight,
         floor: entry.floor,
         enabled: entry.enabled,
@@ -874,8 +870,9 @@ fn bind(config: &Config, clients: &Clients, entry: &StoreEntry) -> Result<Bound,
             _ => path.clone(),
         });
     let ca_file = ca_file.as_deref();
-    let caller = match (&entry.endpoint, entry.kind == store::mcp::TYPE.name) {
-        (endpoint, true) => {
+    let kind = entry.kind.known()?;
+    let caller = match (&entry.endpoint, kind) {
+        (endpoint, StoreKind::Mcp) => {
             let spec = store::mcp::Spec::parse(&entry.options)?;
             let link = match endpoint {
                 Endpoint::Url(url) => Link::Http {
@@ -893,24 +890,24 @@ fn bind(config: &Config, clients: &Clients, entry: &StoreEntry) -> Result<Bound,
             };
             Caller::Mcp(McpStore::new(&entry.name, spec, link))
         }
-        (Endpoint::Url(url), false) => {
-            let protocol = store::build(&entry.kind, &entry.options)?;
+        (Endpoint::Url(url), _) => {
+            let protocol = store::build(kind, &entry.options)?;
             let path = store::search_path(&entry.options)?;
             let remote = Remote::new(url.join(&path), token, protocol, clients.http(ca_file)?);
-            Caller::Http(if store::speaks_topics(&entry.kind) {
+            Caller::Http(if store::speaks_topics(kind) {
                 remote.with_topics(url.join(&store::topic_search_path(&entry.options)?))
             } else {
                 remote
             })
         }
         // The config refuses a program for any other type.
-        (Endpoint::Program(_), false) => {
-            return Err(format!("{} stores are reached at a url", entry.kind));
+        (Endpoint::Program(_), _) => {
+            return Err(format!("{kind} stores are reached at a url"));
         }
     };
     Ok(Bound {
         name: entry.name.clone(),
-        kind: entry.kind.clone(),
+        kind: kind.name().to_owned(),
         weight: entry.weight,
         floor: entry.floor,
         entry: entry.clone(),

@@ -1,6 +1,6 @@
 //! Text fit for messages, logs and terminals: cut short, escaped, or stripped of what would act on
-//! a terminal. One owner for each way text from elsewhere (a store, a header, a config name) is made
-//! safe to show.
+//! a terminal, and serde's messages without the values they quote. One owner for each way text from
+//! elsewhere (a store, a header, a config name) is made safe to show.
 
 /// `text` cut to at most `max` characters, with `...` when something was cut.
 pub fn cut(text: &str, max: usize) -> String {
@@ -50,6 +50,37 @@ pub fn printable(text: &str) -> String {
             if c.is_control() || bidi { ' ' } else { c }
         })
         .collect()
+}
+
+/// serde's messages quote the value they met (`invalid type: string "x", expected f64`, `invalid
+/// value: integer `7`, ...`, `unknown variant `x``); this keeps the kind and drops the value.
+pub fn without_values(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            // serde writes "<unexpected>, expected <what>"; the expected part is ours.
+            let (unexpected, expected) = match rest.rfind(", expected ") {
+                Some(at) => (&rest[..at], &rest[at..]),
+                None => (rest, ""),
+            };
+            let kind = unexpected
+                .split(['"', '`'])
+                .next()
+                .unwrap_or_default()
+                .trim();
+            return format!("{prefix}{kind}{expected}");
+        }
+    }
+    if message.starts_with("unknown variant") || message.starts_with("unknown field") {
+        return message
+            .split(", expected")
+            .next()
+            .map_or_else(String::new, |head| {
+                head.split('`').next().unwrap_or_default().trim().to_owned()
+            });
+    }
+    // Syntax errors, "missing field", "nested deeper than", "number out of range" and the like
+    // name no value. Anything else is cut short, to be safe.
+    cut(message, 120)
 }
 
 #[cfg(test)]

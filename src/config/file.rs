@@ -121,7 +121,7 @@ pub(super) fn read(
 
 /// serde_yaml's message for `error`, worded without the value it met: `invalid type: string
 /// "...", expected f64` quotes the value, and a value under the wrong key may be a token. The
-/// rule is the one decode errors follow ([`crate::api::without_values`]); the key's path, the
+/// rule is the one decode errors follow ([`crate::text::without_values`]); the key's path, the
 /// line and the column stay, so the message still says where to look.
 fn value_free(error: &serde_yaml::Error) -> String {
     let text = error.to_string();
@@ -151,7 +151,7 @@ fn value_free(error: &serde_yaml::Error) -> String {
         Some(at) => format!(
             "{}{}{mark}",
             &head[..at],
-            crate::api::without_values(&head[at..])
+            crate::text::without_values(&head[at..])
         ),
         // Syntax errors, a missing field, a duplicate key: no value is quoted.
         None => format!("{head}{mark}"),

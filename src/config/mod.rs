@@ -9,12 +9,17 @@
 //! url are kept as [`Invalid`] so the roster can report them as skipped.
 //!
 //! The rooms: `file` (the YAML as written), `store` (one store entry, its name and url rules),
-//! `secret` (the `Secret` type and where a token comes from). This module puts them together with
-//! the environment, and owns the environment's rules (a blank variable is no override).
+//! `kind` (a store entry's type, by name: what each type does is `store`'s), `secret` (the `Secret`
+//! type and where a token comes from), `breaker` and `format` (the settings `health` and the MCP
+//! `search` tool run on). This module puts them together with the environment, and owns the
+//! environment's rules (a blank variable is no override).
 //!
 //! It does not read the runtime overlay (see `overlay`) and does not bind stores (see `roster`).
 
+mod breaker;
 mod file;
+mod format;
+mod kind;
 mod knob;
 mod oauth;
 mod scalar;
@@ -24,6 +29,9 @@ mod store;
 mod tests;
 
 pub use crate::secret::Secret;
+pub use breaker::BreakerSettings;
+pub use format::TextFormat;
+pub use kind::{EntryKind, StoreKind, TypeRules};
 pub use secret::{Missing, Pointers};
 pub use store::{
     Endpoint, Invalid, Program, RawStoreEntry, StoreEntry, StoreUrl, check_name, weight_and_floor,
@@ -212,7 +220,7 @@ pub struct Server {
     /// requests) before it is closed.
     pub header_timeout: Duration,
     /// How the MCP `search` tool writes its text block when the call does not say.
-    pub mcp_format: crate::api::TextFormat,
+    pub mcp_format: TextFormat,
     /// One line per request at info (`server.access_log`, default on).
     pub access_log: bool,
     /// The config file and the runtime overlay are looked at for changes (`server.watch`, default
@@ -251,7 +259,7 @@ pub struct Federation {
     /// authority, edges, hops). The defaults are plain RRF.
     pub knobs: Knobs,
     /// The per-store circuit breaker.
-    pub breaker: crate::health::BreakerSettings,
+    pub breaker: BreakerSettings,
     /// The most stores the roster holds (config and overlay together); more are skipped, and a
     /// run-time add is refused.
     pub max_stores: usize,
@@ -698,26 +706,11 @@ fn read_federation(
         _ => serde_json::Map::new(),
     };
     let knobs = read_knobs(&given, &Knobs::default(), "federation.", problems);
-    let defaults = crate::health::BreakerSettings::default();
-    let cooldown = seconds(
-        "federation.breaker_cooldown_s",
-        f.breaker_cooldown_s,
-        defaults.cooldown,
+    let breaker = breaker::read(
+        f.breaker_failures,
+        (f.breaker_cooldown_s, f.breaker_max_cooldown_s),
         problems,
     );
-    let max_cooldown = seconds(
-        "federation.breaker_max_cooldown_s",
-        f.breaker_max_cooldown_s,
-        defaults.max_cooldown.max(cooldown),
-        problems,
-    );
-    if max_cooldown < cooldown {
-        problems.push(format!(
-            "federation.breaker_max_cooldown_s ({}) must not be below breaker_cooldown_s ({})",
-            max_cooldown.as_secs_f64(),
-            cooldown.as_secs_f64()
-        ));
-    }
     let max_stores = within(
         "federation.max_stores",
         f.max_stores.unwrap_or(DEFAULT_MAX_STORES),
@@ -734,11 +727,7 @@ fn read_federation(
     }
     Federation {
         knobs,
-        breaker: crate::health::BreakerSettings {
-            failures: f.breaker_failures.unwrap_or(defaults.failures),
-            cooldown,
-            max_cooldown,
-        },
+        breaker,
         max_stores,
         stores,
     }
@@ -766,15 +755,13 @@ fn read_stores(
             }
         };
         if let Ok(entry) = &entry
-            && entry.kind == crate::store::mcp::TYPE.name
-            && let Err(why) = crate::store::mcp::Spec::parse(&entry.options)
+            && let EntryKind::Known(kind) = entry.kind
         {
-            problems.push(format!("store '{}': {why}", entry.name));
-            continue;
-        }
-        if let Ok(entry) = &entry
-            && let Some(known) = crate::store::known_options(&entry.kind)
-        {
+            if let Err(why) = kind.check_options(&entry.options) {
+                problems.push(format!("store '{}': {why}", entry.name));
+                continue;
+            }
+            let known = kind.options();
             for key in entry
                 .options
                 .keys()
@@ -800,14 +787,6 @@ fn read_server(
     problems: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> (Server, Asked) {
-    let cap = |key: &str, value: Option<usize>, default: usize, problems: &mut Vec<String>| {
-        within(
-            key,
-            value.unwrap_or(default),
-            1..=crate::limits::MAX_SERVER_CAP,
-            problems,
-        )
-    };
     if s.mcp_allowed_hosts.is_some() {
         warnings.push(format!(
             "{}: server.mcp_allowed_hosts is now server.allowed_hosts (it guards every route, not only /mcp); read as such",
@@ -827,43 +806,22 @@ fn read_server(
         token_source: TokenSource::None,
         allow_open_lan: s.allow_open_lan.is_some_and(|f| f.0),
         public_metrics: s.public_metrics.is_some_and(|f| f.0),
-        allowed_hosts: s
-            .allowed_hosts
-            .into_iter()
-            .chain(s.mcp_allowed_hosts)
-            .flatten()
-            .map(|h| h.trim().to_owned())
-            .filter(|h| !h.is_empty())
-            .collect(),
+        allowed_hosts: allowed_hosts(s.allowed_hosts, s.mcp_allowed_hosts),
         allowed_origins,
-        max_connections: cap(
+        max_connections: server_cap(
             "server.max_connections",
             s.max_connections,
             crate::limits::DEFAULT_MAX_CONNECTIONS,
             problems,
         ),
-        max_in_flight: cap(
+        max_in_flight: server_cap(
             "server.max_in_flight",
             s.max_in_flight,
             crate::limits::DEFAULT_MAX_IN_FLIGHT,
             problems,
         ),
-        header_timeout: seconds(
-            "server.header_timeout_s",
-            Some(
-                s.header_timeout_s
-                    .unwrap_or(crate::limits::DEFAULT_HEADER_TIMEOUT.as_secs_f64()),
-            ),
-            crate::limits::DEFAULT_HEADER_TIMEOUT,
-            problems,
-        ),
-        mcp_format: match s.mcp_format.as_deref().map(str::trim) {
-            None | Some("") => crate::api::TextFormat::default(),
-            Some(text) => crate::api::TextFormat::parse(text).unwrap_or_else(|why| {
-                problems.push(format!("server.mcp_format {why}"));
-                crate::api::TextFormat::default()
-            }),
-        },
+        header_timeout: header_timeout(s.header_timeout_s, problems),
+        mcp_format: format::read(s.mcp_format.as_deref(), problems),
         access_log: s.access_log.is_none_or(|f| f.0),
         watch: s.watch.is_none_or(|f| f.0),
         log_queries: s.log_queries.is_some_and(|f| f.0),
@@ -876,6 +834,40 @@ fn read_server(
         backend: s.keyring,
     };
     (server, asked)
+}
+
+/// `server.allowed_hosts`, and what the old name (`mcp_allowed_hosts`) lists after it: trimmed,
+/// blanks dropped.
+fn allowed_hosts(hosts: Option<Vec<String>>, old_name: Option<Vec<String>>) -> Vec<String> {
+    (hosts.into_iter().chain(old_name).flatten())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .collect()
+}
+
+/// A `server:` cap (connections, requests in flight): 1..=`MAX_SERVER_CAP`, `default` when absent.
+fn server_cap(
+    key: &str,
+    value: Option<usize>,
+    default: usize,
+    problems: &mut Vec<String>,
+) -> usize {
+    within(
+        key,
+        value.unwrap_or(default),
+        1..=crate::limits::MAX_SERVER_CAP,
+        problems,
+    )
+}
+
+/// `server.header_timeout_s` by the one duration rule, `DEFAULT_HEADER_TIMEOUT` when absent.
+fn header_timeout(seconds_given: Option<f64>, problems: &mut Vec<String>) -> Duration {
+    seconds(
+        "server.header_timeout_s",
+        Some(seconds_given.unwrap_or(crate::limits::DEFAULT_HEADER_TIMEOUT.as_secs_f64())),
+        crate::limits::DEFAULT_HEADER_TIMEOUT,
+        problems,
+    )
 }
 
 /// The `SEREN_SCC_*` overrides: later wins over the file; a bad value stops the start naming the

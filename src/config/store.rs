@@ -2,6 +2,7 @@
 //! unknown keys in `options`), and checked (the one name rule, the one url rule, the ranges).
 
 use super::Secret;
+use super::kind::{EntryKind, StoreKind};
 use super::scalar::{Flag, Scalar};
 use crate::keychain::Pointer;
 use crate::text::escaped;
@@ -25,7 +26,8 @@ pub struct Invalid {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoreEntry {
     pub name: String,
-    pub kind: String,
+    /// Its `type:`, resolved (an unknown one is kept, to be skipped when the store is bound).
+    pub kind: EntryKind,
     /// Where the store is reached: a url, or (an `mcp` store from the config file) a program.
     pub endpoint: Endpoint,
     pub weight: f64,
@@ -95,10 +97,10 @@ impl StoreEntry {
     pub fn to_json(&self) -> Value {
         let mut object = Map::new();
         object.insert("name".into(), self.name.clone().into());
-        object.insert("type".into(), self.kind.clone().into());
+        object.insert("type".into(), self.kind.name().into());
         match &self.endpoint {
             // An MCP endpoint keeps its `/`: `/mcp/` and `/mcp` may be different routes.
-            Endpoint::Url(url) if self.kind == crate::store::mcp::TYPE.name => {
+            Endpoint::Url(url) if self.kind.is(StoreKind::Mcp) => {
                 object.insert("url".into(), url.written().into());
             }
             Endpoint::Url(url) => {
@@ -182,71 +184,98 @@ impl<'de> Visitor<'de> for RawStoreEntryVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawStoreEntry, A::Error> {
         let mut entry = RawStoreEntry::default();
-        let (mut alias_token, mut alias_token_keyring, mut alias_token_env) = (None, None, None);
+        let mut aliases = Aliases::default();
         while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "name" => entry.name = map.next_value::<Option<Scalar>>()?.map(|s| s.0),
-                "type" => entry.kind = map.next_value()?,
-                "url" => entry.url = map.next_value()?,
-                "command" => entry.command = map.next_value::<Option<Scalar>>()?.map(|s| s.0),
-                "args" => {
-                    let args: Option<Vec<Scalar>> = map.next_value()?;
-                    entry.args = args.map(|args| args.into_iter().map(|s| s.0).collect());
-                }
-                "env" => {
-                    let env: Option<BTreeMap<String, Scalar>> = map.next_value()?;
-                    entry.env = env.map(|env| env.into_iter().map(|(k, v)| (k, v.0)).collect());
-                }
-                "weight" => entry.weight = map.next_value()?,
-                "floor" => entry.floor = map.next_value()?,
-                "enabled" => entry.enabled = map.next_value::<Option<Flag>>()?.map(|f| f.0),
-                "token" => entry.token = map.next_value()?,
-                "token_env" => entry.token_env = map.next_value()?,
-                "token_keyring" => entry.token_keyring = map.next_value()?,
-                "bearer_token" => alias_token = map.next_value::<Option<String>>()?,
-                "bearer_token_keyring" => {
-                    alias_token_keyring = map.next_value::<Option<String>>()?;
-                }
-                "bearer_token_env" => alias_token_env = map.next_value::<Option<String>>()?,
-                "timeout_s" => entry.timeout_s = map.next_value()?,
-                "tls_ca_file" => {
-                    entry.tls_ca_file = map.next_value::<Option<Scalar>>()?.map(|s| s.0);
-                }
-                "options" => {
-                    let options: Option<Map<String, Value>> = map.next_value()?;
-                    // Explicit options win over stray top-level keys merged in earlier.
-                    for (k, v) in options.unwrap_or_default() {
-                        entry.options.insert(k, v);
-                    }
-                }
-                "managed" => {
-                    // Managed-ness comes from where an entry lives, never from what it says.
-                    map.next_value::<de::IgnoredAny>()?;
-                    entry.dropped.push(key);
-                }
-                _ => {
-                    let value: Value = map.next_value()?;
-                    entry.options.entry(key).or_insert(value);
+            entry.read_value(key, &mut aliases, &mut map)?;
+        }
+        entry.take_aliases(aliases);
+        Ok(entry)
+    }
+}
+
+/// The long names of the token keys (`bearer_token`, ...), read beside the short ones; which of
+/// the two is kept is decided once the whole entry is read.
+#[derive(Default)]
+struct Aliases {
+    token: Option<String>,
+    token_keyring: Option<String>,
+    token_env: Option<String>,
+}
+
+impl RawStoreEntry {
+    /// Reads the value of one key into its field; an unknown key goes to `options`.
+    fn read_value<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: String,
+        aliases: &mut Aliases,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        match key.as_str() {
+            "name" => self.name = map.next_value::<Option<Scalar>>()?.map(|s| s.0),
+            "type" => self.kind = map.next_value()?,
+            "url" => self.url = map.next_value()?,
+            "command" => self.command = map.next_value::<Option<Scalar>>()?.map(|s| s.0),
+            "args" => {
+                let args: Option<Vec<Scalar>> = map.next_value()?;
+                self.args = args.map(|args| args.into_iter().map(|s| s.0).collect());
+            }
+            "env" => {
+                let env: Option<BTreeMap<String, Scalar>> = map.next_value()?;
+                self.env = env.map(|env| env.into_iter().map(|(k, v)| (k, v.0)).collect());
+            }
+            "weight" => self.weight = map.next_value()?,
+            "floor" => self.floor = map.next_value()?,
+            "enabled" => self.enabled = map.next_value::<Option<Flag>>()?.map(|f| f.0),
+            "token" => self.token = map.next_value()?,
+            "token_env" => self.token_env = map.next_value()?,
+            "token_keyring" => self.token_keyring = map.next_value()?,
+            "bearer_token" => aliases.token = map.next_value::<Option<String>>()?,
+            "bearer_token_keyring" => {
+                aliases.token_keyring = map.next_value::<Option<String>>()?;
+            }
+            "bearer_token_env" => aliases.token_env = map.next_value::<Option<String>>()?,
+            "timeout_s" => self.timeout_s = map.next_value()?,
+            "tls_ca_file" => {
+                self.tls_ca_file = map.next_value::<Option<Scalar>>()?.map(|s| s.0);
+            }
+            "options" => {
+                let options: Option<Map<String, Value>> = map.next_value()?;
+                // Explicit options win over stray top-level keys merged in earlier.
+                for (k, v) in options.unwrap_or_default() {
+                    self.options.insert(k, v);
                 }
             }
+            "managed" => {
+                // Managed-ness comes from where an entry lives, never from what it says.
+                map.next_value::<de::IgnoredAny>()?;
+                self.dropped.push(key);
+            }
+            _ => {
+                let value: Value = map.next_value()?;
+                self.options.entry(key).or_insert(value);
+            }
         }
-        // The short key wins over its alias; a losing alias is dropped, not put into options.
-        if non_blank(&entry.token).is_none() {
-            entry.token = alias_token;
-        } else if alias_token.is_some() {
-            entry.dropped.push("bearer_token".into());
+        Ok(())
+    }
+
+    /// The short key wins over its alias; a losing alias is dropped, not put into options.
+    fn take_aliases(&mut self, aliases: Aliases) {
+        let pairs = [
+            (&mut self.token, aliases.token, "bearer_token"),
+            (&mut self.token_env, aliases.token_env, "bearer_token_env"),
+            (
+                &mut self.token_keyring,
+                aliases.token_keyring,
+                "bearer_token_keyring",
+            ),
+        ];
+        for (short, alias, alias_key) in pairs {
+            if non_blank(short).is_none() {
+                *short = alias;
+            } else if alias.is_some() {
+                self.dropped.push(alias_key.into());
+            }
         }
-        if non_blank(&entry.token_env).is_none() {
-            entry.token_env = alias_token_env;
-        } else if alias_token_env.is_some() {
-            entry.dropped.push("bearer_token_env".into());
-        }
-        if non_blank(&entry.token_keyring).is_none() {
-            entry.token_keyring = alias_token_keyring;
-        } else if alias_token_keyring.is_some() {
-            entry.dropped.push("bearer_token_keyring".into());
-        }
-        Ok(entry)
     }
 }
 
@@ -269,7 +298,7 @@ impl RawStoreEntry {
         if let Err(why) = check_name(&name) {
             return skip(place, why);
         }
-        let Some(kind) = non_blank(&self.kind).map(str::to_owned) else {
+        let Some(kind) = non_blank(&self.kind).map(EntryKind::parse) else {
             return skip(&name, "missing type".into());
         };
         let field = |f: &str, why: String| format!("store '{name}': {f} {why}");
@@ -312,8 +341,11 @@ impl RawStoreEntry {
     /// Where the entry is reached: its url, or (an `mcp` store's only) the program to run, with
     /// the keys that go with one and not the other checked. `Ok(Err(_))` is a missing endpoint
     /// (the entry is skipped); `Err((key, why))` a key given where it does not belong.
-    fn endpoint(&self, kind: &str) -> Result<Result<Endpoint, String>, (&'static str, String)> {
-        let mcp = kind == crate::store::mcp::TYPE.name;
+    fn endpoint(
+        &self,
+        kind: &EntryKind,
+    ) -> Result<Result<Endpoint, String>, (&'static str, String)> {
+        let mcp = kind.is(StoreKind::Mcp);
         let endpoint = match (non_blank(&self.url), non_blank(&self.command)) {
             (Some(_), Some(_)) => return Err(("url", "and command: give exactly one".into())),
             (Some(url), None) => Endpoint::Url(StoreUrl::parse(url).map_err(|why| ("url", why))?),

@@ -17,7 +17,7 @@ mod request;
 #[cfg(test)]
 mod tests;
 
-use crate::config::{Config, Endpoint, StoreEntry, StoreUrl};
+use crate::config::{Config, Endpoint, EntryKind, StoreEntry, StoreUrl};
 use axum::Router;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -106,7 +106,7 @@ pub fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Re
         .map(|store| -> io::Result<_> {
             Ok(Ok(StoreEntry {
                 name: store.name.to_owned(),
-                kind: store.kind.to_owned(),
+                kind: EntryKind::parse(store.kind),
                 // A loopback url this module just formatted: it always parses.
                 endpoint: Endpoint::Url(StoreUrl::parse(&store.url).map_err(io::Error::other)?),
                 weight: 1.0,

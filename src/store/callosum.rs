@@ -5,6 +5,7 @@
 //! where it came from.
 
 use super::{Options, Protocol, StoreType, decode_hits};
+use crate::config::StoreKind;
 use crate::fusion::Hit;
 use crate::metadata::{Fragment, Metadata, RawObject};
 use serde::Deserialize;
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use std::borrow::Cow;
 
 pub const TYPE: StoreType = StoreType {
-    name: "seren_callosum",
+    name: StoreKind::Callosum.name(),
     options: &["search_path"],
     reach: super::Reach::Http {
         build,

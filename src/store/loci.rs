@@ -5,6 +5,7 @@
 //! relevance the floor uses.
 
 use super::{Options, Protocol, StoreType, decode_hits, id_text, relevance_from_distance};
+use crate::config::StoreKind;
 use crate::fusion::Hit;
 use crate::metadata::{Fragment, Metadata, Raw};
 use serde::Deserialize;
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 use std::borrow::Cow;
 
 pub const TYPE: StoreType = StoreType {
-    name: "seren_loci",
+    name: StoreKind::Loci.name(),
     options: &[
         "search_path",
         "project",

@@ -5,6 +5,7 @@
 //! provenance only.
 
 use super::{Options, Protocol, StoreType, decode_hits, id_text, relevance_from_distance};
+use crate::config::StoreKind;
 use crate::fusion::{Episode, Hit, Satellites};
 use crate::metadata::{Fragment, Metadata, Raw, RawObject};
 use crate::packet::edges::EdgeKind;
@@ -13,7 +14,7 @@ use serde_json::{Value, json};
 use std::borrow::Cow;
 
 pub const TYPE: StoreType = StoreType {
-    name: "seren_memory",
+    name: StoreKind::Memory.name(),
     options: &[
         "search_path",
         "include_short",

@@ -3,7 +3,8 @@
 //! A protocol only knows its wire format: the request body it sends and how it reads the answer
 //! into ranked [`Hit`]s. Both are pure functions, so decoding can be tested (and fuzzed) without a
 //! network. The call itself, with its bearer header, deadline and body cap, lives in [`remote`] and
-//! is the same for every type. Adding a type is one file here plus one line in [`TYPES`].
+//! is the same for every type. Adding a type is one file here, one line in [`TYPES`] and in [`of`],
+//! and its name in the config's [`StoreKind`] (the config knows the names, this module the rest).
 //! The one type that is not an HTTP protocol, `mcp`, calls a tool of an MCP server instead
 //! ([`mcp`]); [`Caller`] is how the federation asks either kind.
 //!
@@ -20,6 +21,7 @@ pub use crate::fusion::Hit;
 pub use remote::{Failure, Remote};
 
 use crate::chain::Chain;
+use crate::config::{EntryKind, StoreKind, TypeRules};
 use crate::ledger::Purse;
 
 use serde::Deserialize;
@@ -189,7 +191,7 @@ pub struct Call {
     pub context: Context,
 }
 
-/// One store type: its name in the config and how its stores are called.
+/// One store type: its name in the config ([`StoreKind::name`]) and how its stores are called.
 pub struct StoreType {
     /// The `type:` value in a store entry.
     pub name: &'static str,
@@ -212,7 +214,7 @@ pub enum Reach {
     Mcp,
 }
 
-/// Every known store type, sorted by name.
+/// Every known store type, sorted by name (in [`StoreKind::ALL`]'s order).
 pub const TYPES: &[StoreType] = &[mcp::TYPE, callosum::TYPE, loci::TYPE, memory::TYPE];
 
 /// One bound store's way of being asked: over HTTP with its protocol, or through an MCP tool.
@@ -277,26 +279,39 @@ pub fn type_names() -> Vec<&'static str> {
     TYPES.iter().map(|t| t.name).collect()
 }
 
-/// The option keys a known type reads; `None` for an unknown type.
-pub fn known_options(kind: &str) -> Option<&'static [&'static str]> {
-    TYPES.iter().find(|t| t.name == kind).map(|t| t.options)
+/// The store type of `kind`: what its stores read and how they are reached.
+pub fn of(kind: StoreKind) -> &'static StoreType {
+    match kind {
+        StoreKind::Mcp => &mcp::TYPE,
+        StoreKind::Callosum => &callosum::TYPE,
+        StoreKind::Loci => &loci::TYPE,
+        StoreKind::Memory => &memory::TYPE,
+    }
 }
 
-/// The message for a type nobody knows; REST, MCP and the roster all say it the same way.
-pub fn unknown_type(kind: &str) -> String {
-    format!(
-        "unknown store type '{kind}'; known types: {:?}",
-        type_names()
-    )
+/// What a type reads of an entry when the entry is read, for the config (and a store added at
+/// run time): the option keys it knows, and an `mcp` store's mapping checked.
+impl TypeRules for StoreKind {
+    fn options(self) -> &'static [&'static str] {
+        of(self).options
+    }
+
+    fn check_options(self, options: &Map<String, Value>) -> Result<(), String> {
+        match of(self).reach {
+            Reach::Mcp => mcp::Spec::parse(options).map(drop),
+            Reach::Http { .. } => Ok(()),
+        }
+    }
 }
 
-/// Builds the protocol for `kind`, or says why not.
-pub fn build(kind: &str, options: &Map<String, Value>) -> Result<Box<dyn Protocol>, String> {
-    let store_type = TYPES
-        .iter()
-        .find(|t| t.name == kind)
-        .ok_or_else(|| unknown_type(kind))?;
-    match store_type.reach {
+/// Builds the protocol for `kind` (a [`StoreKind`], or a name, which is looked up), or says why
+/// not.
+pub fn build(
+    kind: impl Into<EntryKind>,
+    options: &Map<String, Value>,
+) -> Result<Box<dyn Protocol>, String> {
+    let kind = kind.into().known()?;
+    match of(kind).reach {
         Reach::Http { build, .. } => {
             build(&Options(options)).map_err(|why| format!("invalid options for {kind}: {why}"))
         }
@@ -310,10 +325,8 @@ pub fn search_path(options: &Map<String, Value>) -> Result<String, String> {
 }
 
 /// Whether a store type answers topic searches (`/by_topic`, SerenMemory's) [5.3].
-pub fn speaks_topics(kind: &str) -> bool {
-    TYPES
-        .iter()
-        .any(|t| t.name == kind && matches!(t.reach, Reach::Http { topics: true, .. }))
+pub fn speaks_topics(kind: StoreKind) -> bool {
+    matches!(of(kind).reach, Reach::Http { topics: true, .. })
 }
 
 /// The path a store's topic search is at: `options.topic_search_path`, else `/by_topic` [5.3].
@@ -424,6 +437,19 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_has_its_type_in_the_registry_in_order() {
+        assert_eq!(type_names(), StoreKind::names());
+        for kind in StoreKind::ALL {
+            assert_eq!(of(kind).name, kind.name());
+            assert_eq!(StoreKind::parse(kind.name()), Ok(kind));
+        }
+        assert_eq!(
+            StoreKind::parse("quantum"),
+            Err("unknown store type 'quantum'; known types: [\"mcp\", \"seren_callosum\", \"seren_loci\", \"seren_memory\"]".into())
+        );
+    }
+
+    #[test]
     fn a_reason_never_carries_what_the_store_sent() {
         // A store that echoes the query into a wrong-typed field: the reason names the field and
         // the type, not the query, so a public health page and the log never show it.
@@ -443,7 +469,7 @@ mod tests {
             "unknown field `secret`, expected `id`",
         ] {
             assert!(
-                !crate::api::without_values(message).contains("secret"),
+                !crate::text::without_values(message).contains("secret"),
                 "{message}"
             );
         }

@@ -15,11 +15,12 @@ pub mod preset;
 pub use client::{McpStore, ToolCheck};
 
 use super::{Options, Reach, StoreType};
+use crate::config::StoreKind;
 use map::{Mapping, Pointer, Template};
 use serde_json::{Map, Value};
 
 pub const TYPE: StoreType = StoreType {
-    name: "mcp",
+    name: StoreKind::Mcp.name(),
     options: &[
         "preset",
         "tool",
@@ -56,72 +57,21 @@ impl Spec {
     /// Reads an entry's mapping keys (its `options`), a preset's defaults under them. An error
     /// names the key and what is wrong with it.
     pub fn parse(options: &Map<String, Value>) -> Result<Spec, String> {
-        // A NUL is text no MCP server names a tool or an argument with, and a PostgreSQL overlay
-        // cannot store: refused here, naming the key, rather than failing later (or as a 500).
-        if let Some(key) = TYPE
-            .options
-            .iter()
-            .find(|key| options.get(**key).is_some_and(holds_nul))
-        {
-            return Err(format!("{key} must not contain a NUL character (\\u0000)"));
-        }
-        let read = Options(options);
-        let preset = match read.text("preset")? {
-            None => None,
-            Some(name) => Some(preset::find(&name)?),
-        };
-        // A blank value is no value: it leaves the preset's (a form's empty field must not
-        // replace a preset's `/hits` with the whole result).
-        let text =
-            |key: &str, preset_value: Option<&'static str>| -> Result<Option<String>, String> {
-                let given = read.text(key)?.filter(|text| !text.trim().is_empty());
-                Ok(given.or_else(|| preset_value.map(str::to_owned)))
-            };
-        let tool = text("tool", preset.map(|p| p.tool))?.ok_or_else(|| {
+        refuse_nul(options)?;
+        let given = Given::read(options)?;
+        let tool = given.text("tool", |p| Some(p.tool))?.ok_or_else(|| {
             format!(
                 "tool is required (the MCP tool to call), or a preset: {}",
                 preset::names().join(", ")
             )
         })?;
-        let query_arg = text("query_arg", preset.map(|p| p.query_arg))?.unwrap_or("query".into());
-        let limit_arg = text("limit_arg", preset.and_then(|p| p.limit_arg))?;
-        let limit_max = match options.get("limit_max") {
-            None | Some(Value::Null) => preset.and_then(|p| p.limit_max),
-            Some(value) => Some(
-                value
-                    .as_u64()
-                    .filter(|n| *n >= 1)
-                    .and_then(|n| usize::try_from(n).ok())
-                    .ok_or_else(|| format!("limit_max must be a whole number >= 1, got {value}"))?,
-            ),
-        };
-        let arguments = match options.get("arguments") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(arguments)) => arguments.clone(),
-            Some(other) => return Err(format!("arguments must be a mapping, got {other}")),
-        };
-        let pointer = |key: &str, value: Option<String>| -> Result<Option<Pointer>, String> {
-            value
-                .map(|text| Pointer::parse(&text).map_err(|why| format!("{key}: {why}")))
-                .transpose()
-        };
-        let mapping = Mapping {
-            hits: pointer("hits", text("hits", preset.and_then(|p| p.hits))?)?,
-            id: pointer("id", text("id", preset.map(|p| p.id))?)?
-                .unwrap_or_else(|| Pointer::parse("/id").expect("a valid pointer")),
-            content: Template::parse(
-                &text("content", preset.map(|p| p.content))?.unwrap_or("/content".into()),
-            )
-            .map_err(|why| format!("content: {why}"))?,
-            score: pointer("score", text("score", preset.and_then(|p| p.score))?)?,
-        };
         Ok(Spec {
             tool,
-            query_arg,
-            limit_arg,
-            limit_max,
-            arguments,
-            mapping,
+            query_arg: (given.text("query_arg", |p| Some(p.query_arg))?).unwrap_or("query".into()),
+            limit_arg: given.text("limit_arg", |p| p.limit_arg)?,
+            limit_max: given.limit_max()?,
+            arguments: fixed_arguments(options)?,
+            mapping: given.mapping()?,
         })
     }
 
@@ -134,6 +84,98 @@ impl Spec {
             arguments.insert(limit.clone(), n.into());
         }
         arguments
+    }
+}
+
+/// A NUL is text no MCP server names a tool or an argument with, and a PostgreSQL overlay cannot
+/// store: refused here, naming the key, rather than failing later (or as a 500).
+fn refuse_nul(options: &Map<String, Value>) -> Result<(), String> {
+    match TYPE
+        .options
+        .iter()
+        .find(|key| options.get(**key).is_some_and(holds_nul))
+    {
+        Some(key) => Err(format!("{key} must not contain a NUL character (\\u0000)")),
+        None => Ok(()),
+    }
+}
+
+/// An entry's `arguments`: a mapping, or none.
+fn fixed_arguments(options: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+    match options.get("arguments") {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(arguments)) => Ok(arguments.clone()),
+        Some(other) => Err(format!("arguments must be a mapping, got {other}")),
+    }
+}
+
+/// An entry's mapping keys as given, over the preset it names (if any).
+struct Given<'a> {
+    read: Options<'a>,
+    preset: Option<&'static preset::Preset>,
+}
+
+impl<'a> Given<'a> {
+    /// The entry's keys and the preset its `preset` key names; an unknown preset is refused.
+    fn read(options: &'a Map<String, Value>) -> Result<Self, String> {
+        let read = Options(options);
+        let preset = match read.text("preset")? {
+            None => None,
+            Some(name) => Some(preset::find(&name)?),
+        };
+        Ok(Self { read, preset })
+    }
+
+    /// A text key, else the preset's value (`from_preset` picks it). A blank value is no value: it
+    /// leaves the preset's (a form's empty field must not replace a preset's `/hits` with the
+    /// whole result).
+    fn text(
+        &self,
+        key: &str,
+        from_preset: impl Fn(&preset::Preset) -> Option<&'static str>,
+    ) -> Result<Option<String>, String> {
+        let given = self.read.text(key)?.filter(|text| !text.trim().is_empty());
+        Ok(given.or_else(|| self.preset.and_then(from_preset).map(str::to_owned)))
+    }
+
+    /// `limit_max`: a whole number >= 1, else the preset's.
+    fn limit_max(&self) -> Result<Option<usize>, String> {
+        match self.read.0.get("limit_max") {
+            None | Some(Value::Null) => Ok(self.preset.and_then(|p| p.limit_max)),
+            Some(value) => value
+                .as_u64()
+                .filter(|n| *n >= 1)
+                .and_then(|n| usize::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| format!("limit_max must be a whole number >= 1, got {value}")),
+        }
+    }
+
+    /// A key that holds a JSON pointer, else the preset's; an error names the key.
+    fn pointer(
+        &self,
+        key: &str,
+        from_preset: impl Fn(&preset::Preset) -> Option<&'static str>,
+    ) -> Result<Option<Pointer>, String> {
+        (self.text(key, from_preset)?)
+            .map(|text| Pointer::parse(&text).map_err(|why| format!("{key}: {why}")))
+            .transpose()
+    }
+
+    /// How the result becomes hits: `hits`, `id`, `content`, `score`.
+    fn mapping(&self) -> Result<Mapping, String> {
+        let hits = self.pointer("hits", |p| p.hits)?;
+        let id = (self.pointer("id", |p| Some(p.id))?)
+            .unwrap_or_else(|| Pointer::parse("/id").expect("a valid pointer"));
+        let content = (self.text("content", |p| Some(p.content))?).unwrap_or("/content".into());
+        let content = Template::parse(&content).map_err(|why| format!("content: {why}"))?;
+        let score = self.pointer("score", |p| p.score)?;
+        Ok(Mapping {
+            hits,
+            id,
+            content,
+            score,
+        })
     }
 }
 
