@@ -13,6 +13,7 @@
 
 use crate::api::{BreakerState, HealthStatus, StoreHealth};
 pub use crate::config::BreakerSettings;
+use crate::limits::STORE_LATENCIES_KEPT as RECENT;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -91,11 +92,6 @@ impl Default for Record {
         }
     }
 }
-
-/// How many of a store's latest calls its p50 is taken over: enough that one slow call does not
-/// move it, few enough to follow a store that changes within a minute of searches (and 1 KiB a
-/// store).
-const RECENT: usize = 128;
 
 /// The latencies of a store's last [`RECENT`] calls, in seconds: a ring, the oldest overwritten.
 #[derive(Debug, Clone, Default)]

@@ -6,34 +6,35 @@
 //! The crate owns no data: it reads ranks, never magnitudes, and a slow or dead store degrades the
 //! answer without failing it.
 //!
-//! The modules, in reading order (ARCHITECTURE.md has the map and the invariants):
+//! The modules, in reading order, from the bottom up: each imports only those above it
+//! (ARCHITECTURE.md has the map and the invariants):
 //! - [`limits`]: every bound the service holds to, with its reason.
-//! - [`secret`]: a token or password whose `Debug` never shows it.
+//! - [`text`]: text made fit to show: cut short, escaped, printable, worded without values.
 //! - [`hosts`]: host names and web origins as settings and headers give them.
-//! - [`config`]: the YAML file plus `SEREN_SCC_*` overrides, parsed into a validated [`config::Config`].
+//! - [`secret`]: a token or password whose `Debug` never shows it.
 //! - [`keychain`]: the OS keychain that `*_keyring` token pointers name.
-//! - [`overlay`]: the machine-managed `runtime-stores.json` beside it.
-//! - [`store`]: one [`store::Protocol`] per store type and the shared HTTP call to a store.
 //! - [`metadata`]: a hit's metadata kept as one JSON text, written once, passed through.
-//! - [`ledger`]: the bytes of store answers a search and the process hold, each bounded.
-//! - [`fusion`]: pure weighted RRF over ranked lists.
-//! - [`packet`]: the packet a model reads: pages, seats, the authority lead, edges, hops (pure).
-//! - [`roster`]: the live set of stores (config + overlay) and each one's bind status.
-//! - [`health`]: per-store call records and the circuit breaker that reads them.
-//! - [`metrics`]: the Prometheus families of `GET /metrics`: names, buckets, the exposition.
-//! - [`api`]: the wire types both edges speak.
-//! - [`knobs`]: the live knobs, read once per search, changed by `/configure` and a reload.
-//! - [`render`]: the answer as compact text.
 //! - [`chain`]: where a search stands among callosums: via ids, depth, call budget.
+//! - [`jsonrpc`]: JSON-RPC framing in front of rmcp (answers what rmcp leaves out).
+//! - [`config`]: the YAML file plus `SEREN_SCC_*` overrides, parsed into a validated [`config::Config`]; the knob table.
+//! - [`fusion`]: pure weighted RRF over ranked lists.
+//! - [`api`]: the wire types both edges speak.
+//! - [`packet`]: the packet a model reads: pages, seats, the authority lead, edges, hops (pure).
+//! - [`guard`]: what keeps web pages out: the Host allow-list, the Origin check, JSON-only bodies.
+//! - [`listener`]: the accept loop: connection cap with idle eviction, header timeout, graceful drain.
+//! - [`ledger`]: the bytes of store answers a search and the process hold, each bounded.
+//! - [`overlay`]: the machine-managed `runtime-stores.json` (or table) beside the config.
+//! - [`store`]: one [`store::Protocol`] per store type, the `mcp` type, and the shared HTTP call to a store.
+//! - [`health`]: per-store call records and the circuit breaker that reads them.
+//! - [`render`]: the answer as compact text.
+//! - [`oauth`]: the OAuth 2.1 resource server: access tokens checked against the issuer's keys.
+//! - [`metrics`]: the Prometheus families of `GET /metrics`: names, buckets, the exposition.
+//! - [`roster`]: the live set of stores (config + overlay) and each one's bind status.
+//! - [`knobs`]: the live knobs, read once per search, changed by `/configure` and a reload.
 //! - [`federation`]: the one core both edges call: fan out, collect failures, fuse, answer.
 //! - [`reload`]: hot reload of the config file and the overlay.
-//! - [`guard`]: what keeps web pages out: the Host allow-list, the Origin check, JSON-only bodies.
-//! - [`oauth`]: the OAuth 2.1 resource server: access tokens checked against the issuer's keys.
+//! - [`mcp`]: the four MCP tools over stdio and streamable HTTP.
 //! - [`http`]: the REST routes, auth, and request ids.
-//! - [`listener`]: the accept loop: connection cap with idle eviction, header timeout, graceful drain.
-//! - [`jsonrpc`]: JSON-RPC framing in front of rmcp (answers what rmcp leaves out).
-//! - [`mcp`]: the four MCP tools over stdio and streamable HTTP (the only module that knows rmcp).
-//! - [`text`]: text made fit to show: cut short, escaped, printable.
 //! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
 
 pub mod api;

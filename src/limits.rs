@@ -113,3 +113,23 @@ pub const MAX_SEARCH_ANSWER_BYTES: usize = 32 * 1024 * 1024;
 /// searches at their own bound. Past it an answer is dropped the same way, so many searches at
 /// once degrade instead of taking the process's memory.
 pub const MAX_ANSWER_BYTES: usize = 256 * 1024 * 1024;
+/// How many of a store's latest call latencies its p50 is taken over: enough that one slow call
+/// does not move it, few enough to follow a store that changes within a minute of searches (and
+/// 1 KiB a store).
+pub const STORE_LATENCIES_KEPT: usize = 128;
+/// The longest access token read (bytes); a JWT access token is a few hundred bytes to a few KiB.
+pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
+/// The most keys kept from one JWKS; an issuer publishes a handful.
+pub const MAX_KEYS: usize = 64;
+/// How far a token's `exp` and `nbf` may be off, for clocks that disagree (contract §6b).
+pub const TOKEN_LEEWAY_S: f64 = 60.0;
+/// The least time between two fetches of the issuer's keys, so tokens with made-up key ids cannot
+/// make us hammer the issuer.
+pub const KEYS_REFETCH_AFTER: Duration = Duration::from_secs(30);
+/// How long the issuer's keys are used before they are fetched again, so a key it withdrew stops
+/// working.
+pub const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
+/// The bound on one fetch of the issuer's discovery document or keys, connect to last byte.
+pub const ISSUER_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest discovery document or JWKS read from the issuer.
+pub const MAX_ISSUER_DOCUMENT_BYTES: usize = 256 * 1024;

@@ -9,12 +9,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde::Deserialize;
 
-/// The longest token read (bytes); a JWT access token is a few hundred bytes to a few KiB.
-pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
-/// The most keys kept from one JWKS; an issuer publishes a handful.
-pub const MAX_KEYS: usize = 64;
-/// How far `exp` and `nbf` may be off, for clocks that disagree (contract §6b).
-pub const LEEWAY_S: f64 = 60.0;
+pub use crate::limits::{MAX_KEYS, MAX_TOKEN_BYTES, TOKEN_LEEWAY_S as LEEWAY_S};
 
 /// Why a token was not taken. Worded for the token's holder; never echoes the token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -12,20 +12,15 @@ pub mod jwt;
 
 use crate::config::OAuth;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use url::Url;
 
 pub use jwt::Invalid;
 
-/// The least time between two fetches of the issuer's keys.
-pub const REFETCH_AFTER: Duration = Duration::from_secs(30);
-/// How long keys are used before they are fetched again, so a key the issuer withdrew stops
-/// working.
-pub const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
-/// The bound on one fetch of a discovery document or the keys, connect to last byte.
-pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
-/// The largest discovery document or JWKS read.
-pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+pub use crate::limits::{
+    ISSUER_FETCH_TIMEOUT as FETCH_TIMEOUT, KEYS_MAX_AGE, KEYS_REFETCH_AFTER as REFETCH_AFTER,
+    MAX_ISSUER_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES,
+};
 
 /// What a request may do, as the auth layer found it: put in the request's extensions, read by
 /// the MCP tools (each needs a scope) over HTTP.
