@@ -630,30 +630,86 @@ impl NewMcpStore {
     }
 }
 
-/// `POST /configure` [5.3]: the knobs to change, all optional, with 5.3.0's names. A key this
-/// service does not know is refused (5.3.0 drops it silently, which hides a typo).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
+/// `POST /configure` [5.3]: the knobs to change, all optional, with 5.3.0's names (the knob
+/// table's, [`crate::config::TABLE`], each read as its rule's type), and per-store weight and
+/// floor. A key this service does not know is refused, naming the keys it takes (5.3.0 drops it
+/// silently, which hides a typo).
+#[derive(Debug, Clone, Default)]
 pub struct ConfigureRequest {
-    pub k: Option<u32>,
-    /// Only `rrf` is served here.
-    pub fusion_mode: Option<String>,
-    pub n_results: Option<usize>,
-    pub fetch_multiplier: Option<usize>,
-    pub per_store_timeout_s: Option<f64>,
-    pub authority_margin: Option<f64>,
-    pub min_per_store: Option<usize>,
-    /// A default token page; 0 or less clears it [5.3].
-    pub budget_tokens: Option<i64>,
-    pub edges_enabled: Option<bool>,
-    pub edge_budget: Option<usize>,
-    pub satellite_edges_enabled: Option<bool>,
-    pub satellite_budget: Option<usize>,
-    pub hops: Option<usize>,
-    pub hop_terms: Option<usize>,
-    pub hop_budget: Option<usize>,
+    /// The knobs given, by name (a null is "not given").
+    pub knobs: serde_json::Map<String, serde_json::Value>,
     /// Per-store weight and floor, by name.
     pub stores: Option<Vec<StoreKnob>>,
+}
+
+/// The keys `POST /configure` takes, in the table's order, then `stores`: what a refusal of an
+/// unknown key lists.
+fn configure_keys() -> &'static [&'static str] {
+    static KEYS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+        let knobs = crate::config::TABLE.iter().map(|knob| knob.name);
+        knobs.chain(["stores"]).collect()
+    });
+    &KEYS
+}
+
+/// A `POST /configure` key: a knob's name (`Some`) or `stores` (`None`). Anything else is
+/// refused while the key is read, so the refusal's path names it.
+struct ConfigureKey;
+
+impl<'de> serde::de::DeserializeSeed<'de> for ConfigureKey {
+    type Value = Option<&'static str>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_identifier(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for ConfigureKey {
+    type Value = Option<&'static str>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("field identifier")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        match crate::config::knob(key) {
+            Some(knob) => Ok(Some(knob.name)),
+            None if key == "stores" => Ok(None),
+            None => Err(E::unknown_field(key, configure_keys())),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfigureRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct RequestVisitor;
+        impl<'de> serde::de::Visitor<'de> for RequestVisitor {
+            type Value = ConfigureRequest;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("struct ConfigureRequest")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ConfigureRequest, A::Error> {
+                use crate::config::{Reader, read_entry};
+                let mut request = ConfigureRequest::default();
+                while let Some(key) = map.next_key_seed(ConfigureKey)? {
+                    match key {
+                        None if request.stores.is_some() => {
+                            return Err(serde::de::Error::duplicate_field("stores"));
+                        }
+                        None => request.stores = map.next_value()?,
+                        Some(name) => {
+                            read_entry(&mut map, name, Reader::Request, &mut request.knobs)?;
+                        }
+                    }
+                }
+                Ok(request)
+            }
+        }
+        deserializer.deserialize_map(RequestVisitor)
+    }
 }
 
 /// One store's weight and floor in `POST /configure`.

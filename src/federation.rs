@@ -663,9 +663,8 @@ impl Federation {
             n_results: knobs.n_results,
             shaping: knobs.shaping.clone(),
             fetch_multiplier: knobs.fetch_multiplier,
-            supported_knobs: crate::config::SUPPORTED
-                .iter()
-                .map(|&name| name.to_owned())
+            supported_knobs: crate::config::supported()
+                .map(|knob| knob.name.to_owned())
                 .collect(),
             types: store::type_names().into_iter().map(str::to_owned).collect(),
             presets: (store::mcp::preset::PRESETS.iter())

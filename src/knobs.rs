@@ -49,7 +49,9 @@ impl Knobs {
 
 /// The keys `POST /configure` takes.
 pub fn settable() -> Vec<String> {
-    let mut keys: Vec<String> = TABLE.iter().map(|knob| knob.name.to_owned()).collect();
+    let mut keys: Vec<String> = crate::config::listed()
+        .map(|knob| knob.name.to_owned())
+        .collect();
     keys.push("stores".to_owned());
     keys
 }
@@ -64,11 +66,7 @@ impl Knobs {
         rows: &[StoreRow],
     ) -> Result<(Knobs, Map<String, Value>), Refusal> {
         let mut problems = Vec::new();
-        let given = match serde_json::to_value(request) {
-            Ok(Value::Object(given)) => given,
-            _ => Map::new(),
-        };
-        let mut knobs = read_knobs(&given, self, "", &mut problems);
+        let mut knobs = read_knobs(&request.knobs, self, "", &mut problems);
         knobs.stores = self.store_knobs(request, rows, &mut problems)?;
         if !problems.is_empty() {
             return Err(Refusal::unprocessable(problems.join("; ")));
@@ -180,10 +178,9 @@ impl Knobs {
 
     /// The keys `request` gave, with the values now in force.
     fn changed(&self, request: &ConfigureRequest, rows: &[StoreRow]) -> Map<String, Value> {
-        let given = serde_json::to_value(request).unwrap_or_default();
         let mut changed = Map::new();
-        for knob in TABLE {
-            if given.get(knob.name).is_some_and(|v| !v.is_null()) {
+        for knob in crate::config::listed() {
+            if request.knobs.get(knob.name).is_some_and(|v| !v.is_null()) {
                 changed.insert(knob.name.to_owned(), knob.value(self));
             }
         }
@@ -218,8 +215,7 @@ pub fn answer(
     let file = config.exists.then_some(config);
     let config_error = config_error.map(|error| crate::text::cut(&error, 300));
     let from_file = file.map(Knobs::from_config);
-    let federation = TABLE
-        .iter()
+    let federation = crate::config::listed()
         .map(|knob| {
             row(
                 knob.name,

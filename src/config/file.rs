@@ -1,9 +1,12 @@
 //! The file as written: every field optional so a partial file works, read with serde_yaml so a
 //! wrong type names its key and line, and every key nobody reads named in a warning.
 
+use super::knob::{Reader, read_entry};
 use super::scalar::Flag;
 use super::store::RawStoreEntry;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::{Map, Value};
 use std::path::Path;
 
 /// Keys the Python 5.3.0 service reads that this service does not implement. A file that holds them
@@ -52,35 +55,52 @@ pub(super) struct FileTls {
     pub(super) trust_system_store: Option<Flag>,
 }
 
-/// The `federation:` block as written. Its knob fields are read by the knob table
-/// ([`super::knob::read_knobs`], through their serde names); the rest are not knobs.
-#[derive(Debug, Default, Deserialize, Serialize)]
-#[serde(default)]
+/// The `federation:` block as written: the knobs by name, as the knob table reads them (an
+/// unknown key is left for the ignored-key warning), and the settings that are not knobs.
+#[derive(Debug, Default)]
 pub(super) struct FileFederation {
-    pub(super) k: Option<u32>,
-    pub(super) n_results: Option<usize>,
-    pub(super) fetch_multiplier: Option<usize>,
-    pub(super) per_store_timeout_s: Option<f64>,
-    #[serde(skip_serializing)]
+    pub(super) knobs: Map<String, Value>,
     pub(super) breaker_failures: Option<u32>,
-    #[serde(skip_serializing)]
     pub(super) breaker_cooldown_s: Option<f64>,
-    #[serde(skip_serializing)]
     pub(super) breaker_max_cooldown_s: Option<f64>,
-    #[serde(skip_serializing)]
     pub(super) max_stores: Option<usize>,
-    pub(super) authority_margin: Option<f64>,
-    pub(super) min_per_store: Option<usize>,
-    pub(super) budget_tokens: Option<usize>,
-    pub(super) satellite_edges_enabled: Option<Flag>,
-    pub(super) satellite_budget: Option<usize>,
-    pub(super) edges_enabled: Option<Flag>,
-    pub(super) edge_budget: Option<usize>,
-    pub(super) hops: Option<usize>,
-    pub(super) hop_terms: Option<usize>,
-    pub(super) hop_budget: Option<usize>,
-    #[serde(skip_serializing)]
     pub(super) stores: Option<Vec<RawStoreEntry>>,
+}
+
+impl<'de> Deserialize<'de> for FileFederation {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(FederationVisitor)
+    }
+}
+
+struct FederationVisitor;
+
+impl<'de> Visitor<'de> for FederationVisitor {
+    type Value = FileFederation;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        // The words serde's derive used, so a `federation:` of the wrong type reads as before.
+        f.write_str("struct FileFederation")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FileFederation, A::Error> {
+        let mut f = FileFederation::default();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "breaker_failures" => f.breaker_failures = map.next_value()?,
+                "breaker_cooldown_s" => f.breaker_cooldown_s = map.next_value()?,
+                "breaker_max_cooldown_s" => f.breaker_max_cooldown_s = map.next_value()?,
+                "max_stores" => f.max_stores = map.next_value()?,
+                "stores" => f.stores = map.next_value()?,
+                name => {
+                    if !read_entry(&mut map, name, Reader::File, &mut f.knobs)? {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+        }
+        Ok(f)
+    }
 }
 
 /// Reads `text` as the file at `path`: the file's settings, and a warning for each key nobody

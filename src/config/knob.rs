@@ -2,14 +2,19 @@
 //! it does in plain words, its default, its rule, where it may be set), and [`Knobs`], the values
 //! one search runs with.
 //!
-//! The table drives reading the file's `federation:` keys and `POST /configure` (one rule for
-//! both: [`read_knobs`]), `GET /knobs`'s rows (which the viewer's Knobs tab draws), `GET /stores`'
-//! `supported_knobs`, and a reload's "the later change wins" ([`Knob::pick`]). Adding a knob is
-//! one [`TABLE`] entry, its field on [`Knobs`] (or [`Shaping`]) and the serde field of each place
-//! it is read from ([`super::file::FileFederation`], `api::ConfigureRequest`), then its use.
+//! The table drives reading the file's `federation:` keys and `POST /configure`'s body (each key
+//! read as its rule's type by [`KnobSeed`], so a wrong type is named at its key and line; then one
+//! rule for both: [`read_knobs`]), `GET /knobs`'s rows (which the viewer's Knobs tab draws),
+//! `GET /stores`' `supported_knobs`, the keys a refused `/configure` names, and a reload's "the
+//! later change wins" ([`Knob::pick`]). Adding a knob is one [`TABLE`] entry, its name in
+//! [`LISTED`] (5.3.0's `/knobs` order, which a test holds to the table) and its field on [`Knobs`]
+//! or [`Shaping`], then its use. A knob a search may also set for itself (`per_call`) is a field
+//! of `api::SearchRequest` too, whose schema is the MCP `search` tool's.
 
+use super::scalar::Flag;
 use crate::limits::{MAX_BUDGET_TOKENS, MAX_EDGE_BUDGET, MAX_HOPS, MAX_N_RESULTS};
 use schemars::JsonSchema;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -117,6 +122,9 @@ pub struct Knob {
     pub rule: Rule,
     /// Its value when nobody set it.
     pub default: Given,
+    /// Whether the config file's `federation:` reads it (every knob may be set with
+    /// `POST /configure`).
+    pub file: bool,
     /// Whether a search may set it for itself (`n_results`, `budget_tokens` on `search`).
     pub per_call: bool,
     get: fn(&Knobs) -> Value,
@@ -165,13 +173,37 @@ impl Given {
     }
 }
 
-/// Every federation knob, in 5.3.0's `GET /knobs` order.
+/// Every federation knob, in the order `POST /configure` names them when it refuses a key (a
+/// `GET /stores` lists those the file reads, in this order, as `supported_knobs`).
 pub const TABLE: &[Knob] = &[
+    Knob {
+        name: "k",
+        what: "the RRF constant: a hit at rank r scores weight / (k + r)",
+        rule: Rule::Positive,
+        default: Given::Count(60),
+        file: true,
+        per_call: false,
+        get: |k| k.k.into(),
+        set: |k, v| k.k = u32::try_from(count(v)).unwrap_or(u32::MAX),
+        copy: |to, from| to.k = from.k,
+    },
+    Knob {
+        name: "fusion_mode",
+        what: "how ranked lists are merged: weighted Reciprocal Rank Fusion",
+        rule: Rule::Choice(&["rrf"]),
+        default: Given::Word("rrf"),
+        file: false,
+        per_call: false,
+        get: |_| "rrf".into(),
+        set: |_, _| {},
+        copy: |_, _| {},
+    },
     Knob {
         name: "n_results",
         what: "fused hits a search returns when it does not say",
         rule: Rule::Count(1, MAX_N_RESULTS as usize),
         default: Given::Count(10),
+        file: true,
         per_call: true,
         get: |k| k.n_results.into(),
         set: |k, v| k.n_results = count(v),
@@ -182,6 +214,7 @@ pub const TABLE: &[Knob] = &[
         what: "each store is asked for n_results times this",
         rule: Rule::Count(1, 100),
         default: Given::Count(2),
+        file: true,
         per_call: false,
         get: |k| k.fetch_multiplier.into(),
         set: |k, v| k.fetch_multiplier = count(v),
@@ -192,6 +225,7 @@ pub const TABLE: &[Knob] = &[
         what: "seconds a store may take before it is named in failed (a store's own timeout_s wins)",
         rule: Rule::Seconds,
         default: Given::Number(5.0),
+        file: true,
         per_call: false,
         get: |k| k.per_store_timeout.as_secs_f64().into(),
         set: |k, v| {
@@ -201,30 +235,11 @@ pub const TABLE: &[Knob] = &[
         copy: |to, from| to.per_store_timeout = from.per_store_timeout,
     },
     Knob {
-        name: "fusion_mode",
-        what: "how ranked lists are merged: weighted Reciprocal Rank Fusion",
-        rule: Rule::Choice(&["rrf"]),
-        default: Given::Word("rrf"),
-        per_call: false,
-        get: |_| "rrf".into(),
-        set: |_, _| {},
-        copy: |_, _| {},
-    },
-    Knob {
-        name: "k",
-        what: "the RRF constant: a hit at rank r scores weight / (k + r)",
-        rule: Rule::Positive,
-        default: Given::Count(60),
-        per_call: false,
-        get: |k| k.k.into(),
-        set: |k, v| k.k = u32::try_from(count(v)).unwrap_or(u32::MAX),
-        copy: |to, from| to.k = from.k,
-    },
-    Knob {
         name: "authority_margin",
         what: "a store whose top hit stands this far above its next leads the list; 0 is off",
         rule: Rule::Fraction,
         default: Given::Number(0.0),
+        file: true,
         per_call: false,
         get: |k| k.shaping.authority_margin.into(),
         set: |k, v| k.shaping.authority_margin = number(v),
@@ -235,6 +250,7 @@ pub const TABLE: &[Knob] = &[
         what: "seats per answering store before the fused order fills the rest",
         rule: Rule::Count(0, MAX_N_RESULTS as usize),
         default: Given::Count(0),
+        file: true,
         per_call: false,
         get: |k| k.shaping.min_per_store.into(),
         set: |k, v| k.shaping.min_per_store = count(v),
@@ -245,6 +261,7 @@ pub const TABLE: &[Knob] = &[
         what: "a default token page for searches that set none; null is no page",
         rule: Rule::Page(MAX_BUDGET_TOKENS),
         default: Given::Nothing,
+        file: true,
         per_call: true,
         get: |k| k.shaping.budget_tokens.map_or(Value::Null, Value::from),
         set: |k, v| k.shaping.budget_tokens = page(v),
@@ -255,6 +272,7 @@ pub const TABLE: &[Knob] = &[
         what: "add memories sharing the packet's topics (SerenMemory /by_topic)",
         rule: Rule::Flag,
         default: Given::Flag(false),
+        file: true,
         per_call: false,
         get: |k| k.shaping.topic_edges.into(),
         set: |k, v| k.shaping.topic_edges = v.as_bool().unwrap_or(false),
@@ -265,6 +283,7 @@ pub const TABLE: &[Knob] = &[
         what: "the most topic edges",
         rule: Rule::Count(0, MAX_EDGE_BUDGET),
         default: Given::Count(3),
+        file: true,
         per_call: false,
         get: |k| k.shaping.edge_budget.into(),
         set: |k, v| k.shaping.edge_budget = count(v),
@@ -275,6 +294,7 @@ pub const TABLE: &[Knob] = &[
         what: "a SerenMemory core brings its episodes and the core it replaced",
         rule: Rule::Flag,
         default: Given::Flag(false),
+        file: true,
         per_call: false,
         get: |k| k.shaping.satellite_edges.into(),
         set: |k, v| k.shaping.satellite_edges = v.as_bool().unwrap_or(false),
@@ -285,6 +305,7 @@ pub const TABLE: &[Knob] = &[
         what: "the most satellite and supersedes edges",
         rule: Rule::Count(0, MAX_EDGE_BUDGET),
         default: Given::Count(3),
+        file: true,
         per_call: false,
         get: |k| k.shaping.satellite_budget.into(),
         set: |k, v| k.shaping.satellite_budget = count(v),
@@ -295,6 +316,7 @@ pub const TABLE: &[Knob] = &[
         what: "rounds of search: 1 is one round, more bridge from the best hits",
         rule: Rule::Count(1, MAX_HOPS),
         default: Given::Count(1),
+        file: true,
         per_call: false,
         get: |k| k.shaping.hops.into(),
         set: |k, v| k.shaping.hops = count(v),
@@ -305,6 +327,7 @@ pub const TABLE: &[Knob] = &[
         what: "words a hop takes from the last round's hits",
         rule: Rule::Count(0, MAX_EDGE_BUDGET),
         default: Given::Count(4),
+        file: true,
         per_call: false,
         get: |k| k.shaping.hop_terms.into(),
         set: |k, v| k.shaping.hop_terms = count(v),
@@ -315,6 +338,7 @@ pub const TABLE: &[Knob] = &[
         what: "the most hits hops add",
         rule: Rule::Count(0, MAX_N_RESULTS as usize),
         default: Given::Count(5),
+        file: true,
         per_call: false,
         get: |k| k.shaping.hop_budget.into(),
         set: |k, v| k.shaping.hop_budget = count(v),
@@ -322,15 +346,14 @@ pub const TABLE: &[Knob] = &[
     },
 ];
 
-/// The knobs a config may set, in the order 5.3.0 lists them as `supported_knobs` (`GET
-/// /stores`), which is not its `GET /knobs` order; `fusion_mode` has one value here, so it is not
-/// among them. The rules are checked in this order, after `fusion_mode`'s, so that several bad
-/// values are named in the order they always were. A test holds it to the table.
-pub const SUPPORTED: &[&str] = &[
-    "k",
+/// The order 5.3.0's `GET /knobs` lists the knobs in (and so the viewer's Knobs tab), which is
+/// not the table's. A test holds it to the table.
+pub const LISTED: &[&str] = &[
     "n_results",
     "fetch_multiplier",
     "per_store_timeout_s",
+    "fusion_mode",
+    "k",
     "authority_margin",
     "min_per_store",
     "budget_tokens",
@@ -342,6 +365,16 @@ pub const SUPPORTED: &[&str] = &[
     "hop_terms",
     "hop_budget",
 ];
+
+/// The knobs in `GET /knobs`' order.
+pub fn listed() -> impl Iterator<Item = &'static Knob> {
+    LISTED.iter().filter_map(|name| knob(name))
+}
+
+/// The knobs the config file reads, in the table's order: `GET /stores`' `supported_knobs`.
+pub fn supported() -> impl Iterator<Item = &'static Knob> {
+    TABLE.iter().filter(|knob| knob.file)
+}
 
 /// The knob named `name`.
 pub fn knob(name: &str) -> Option<&'static Knob> {
@@ -414,15 +447,77 @@ pub fn read_knobs(
     problems: &mut Vec<String>,
 ) -> Knobs {
     let mut knobs = base.clone();
-    for name in std::iter::once(&"fusion_mode").chain(SUPPORTED) {
-        let (Some(knob), Some(value)) = (knob(name), given.get(*name)) else {
+    for knob in TABLE {
+        let Some(value) = given.get(knob.name) else {
             continue;
         };
-        if !value.is_null() && knob.check(&format!("{prefix}{name}"), value, problems) {
+        if !value.is_null() && knob.check(&format!("{prefix}{}", knob.name), value, problems) {
             (knob.set)(&mut knobs, value);
         }
     }
     knobs
+}
+
+/// Who reads a knob's value: the config file (booleans take the Python service's truthy words,
+/// a page is a whole number) or a `POST /configure` body (JSON's own booleans; a page of 0 or
+/// less clears it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    File,
+    Request,
+}
+
+/// Reads one knob's value as its rule's type, in the reader's format: a wrong type is that
+/// format's own error, at its key (and, in the file, its line), worded as serde words it. The
+/// range is [`read_knobs`]'s to check. A null is `Value::Null`, which is "not given".
+pub struct KnobSeed {
+    pub knob: &'static Knob,
+    pub reader: Reader,
+}
+
+impl<'de> DeserializeSeed<'de> for KnobSeed {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        fn read<'de, T, D>(d: D) -> Result<Value, D::Error>
+        where
+            T: Deserialize<'de> + Into<Value>,
+            D: Deserializer<'de>,
+        {
+            Ok(Option::<T>::deserialize(d)?.map_or(Value::Null, Into::into))
+        }
+        match (self.knob.rule, self.reader) {
+            (Rule::Positive, _) => read::<u32, D>(d),
+            (Rule::Count(..), _) | (Rule::Page(_), Reader::File) => read::<usize, D>(d),
+            (Rule::Page(_), Reader::Request) => read::<i64, D>(d),
+            (Rule::Seconds | Rule::Fraction, _) => read::<f64, D>(d),
+            (Rule::Flag, Reader::Request) => read::<bool, D>(d),
+            (Rule::Flag, Reader::File) => {
+                Ok(Option::<Flag>::deserialize(d)?.map_or(Value::Null, |flag| flag.0.into()))
+            }
+            (Rule::Choice(_), _) => read::<String, D>(d),
+        }
+    }
+}
+
+/// Reads the value under `name` into `given` when `name` is a knob `reader` takes (`Ok(true)`);
+/// `Ok(false)` leaves the value unread for the caller (another key, or one to refuse or ignore).
+/// A knob given twice is refused, as serde refuses a field given twice.
+pub fn read_entry<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    name: &str,
+    reader: Reader,
+    given: &mut Map<String, Value>,
+) -> Result<bool, A::Error> {
+    let Some(knob) = knob(name).filter(|knob| reader == Reader::Request || knob.file) else {
+        return Ok(false);
+    };
+    if given.contains_key(knob.name) {
+        return Err(de::Error::duplicate_field(knob.name));
+    }
+    let value = map.next_value_seed(KnobSeed { knob, reader })?;
+    given.insert(knob.name.to_owned(), value);
+    Ok(true)
 }
 
 fn outside(key: &str, value: usize, min: usize, max: usize) -> Option<String> {
@@ -461,18 +556,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_supported_list_names_every_knob_a_config_sets_once() {
-        let mut supported = SUPPORTED.to_vec();
-        supported.sort_unstable();
-        supported.dedup();
-        assert_eq!(supported.len(), SUPPORTED.len());
-        let mut table: Vec<&str> = TABLE
-            .iter()
-            .map(|knob| knob.name)
-            .filter(|name| *name != "fusion_mode")
-            .collect();
+    fn the_listed_order_names_every_knob_once() {
+        let mut listed = LISTED.to_vec();
+        listed.sort_unstable();
+        listed.dedup();
+        assert_eq!(listed.len(), LISTED.len());
+        let mut table: Vec<&str> = TABLE.iter().map(|knob| knob.name).collect();
         table.sort_unstable();
-        assert_eq!(supported, table);
+        assert_eq!(listed, table);
     }
 
     #[test]
@@ -526,8 +617,8 @@ mod tests {
         assert_eq!(
             problems,
             [
-                "unknown federation.fusion_mode 'linear'; valid: ['rrf']",
                 "federation.k must be a whole number >= 1, got 0",
+                "unknown federation.fusion_mode 'linear'; valid: ['rrf']",
                 "federation.per_store_timeout_s must be a number of seconds within 0.001..=3600 (1 ms to an hour), got 0",
                 "federation.authority_margin must be within 0..=1, got 1.5",
                 "federation.hops must be within 1..=5, got 0",
@@ -536,5 +627,52 @@ mod tests {
         // -3 is "no page" (0 or less), not a problem.
         assert_eq!(knobs.shaping.budget_tokens, None);
         assert_eq!(knobs.k, 60);
+    }
+
+    #[test]
+    fn each_reader_reads_a_knob_in_its_own_format_and_names_a_wrong_type_at_its_key() {
+        use super::super::file::FileFederation;
+        // The file takes the Python service's truthy words; a wrong type is serde_yaml's words,
+        // at the key and line.
+        let file: FileFederation = serde_yaml::from_str("edges_enabled: yes\nhops: 2\n").unwrap();
+        assert_eq!(file.knobs["edges_enabled"], Value::Bool(true));
+        assert_eq!(file.knobs["hops"], Value::from(2));
+        let wrong = serde_yaml::from_str::<FileFederation>("k: 60\nhop_budget: lots\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            wrong.starts_with("hop_budget: invalid type: string"),
+            "{wrong}"
+        );
+        assert!(wrong.contains("expected usize at line 2"), "{wrong}");
+        // The file does not read `fusion_mode` (only `/configure` does): left for the warning.
+        let file: FileFederation = serde_yaml::from_str("fusion_mode: rrf\n").unwrap();
+        assert!(file.knobs.is_empty());
+        // A request takes JSON's own booleans only, and a page below 0.
+        let request = |body: &str| {
+            let mut de = serde_json::Deserializer::from_str(body);
+            serde_path_to_error::deserialize::<_, crate::api::ConfigureRequest>(&mut de)
+                .map_err(|e| e.to_string())
+        };
+        let taken = request(r#"{"budget_tokens": -1, "edges_enabled": true}"#).unwrap();
+        assert_eq!(taken.knobs["budget_tokens"], Value::from(-1));
+        let wrong = request(r#"{"edges_enabled": "yes"}"#).unwrap_err();
+        assert!(
+            wrong.starts_with("edges_enabled: invalid type: string"),
+            "{wrong}"
+        );
+        let twice = request(r#"{"k": 5, "k": 6}"#).unwrap_err();
+        assert!(twice.contains("duplicate field `k`"), "{twice}");
+        let unknown = request(r#"{"hop_count": 2}"#).unwrap_err();
+        assert!(
+            unknown.starts_with(
+                "hop_count: unknown field `hop_count`, expected one of `k`, `fusion_mode`"
+            ),
+            "{unknown}"
+        );
+        assert!(
+            unknown.contains("`hop_budget`, `stores` at line 1"),
+            "{unknown}"
+        );
     }
 }

@@ -40,7 +40,10 @@ pub use store::{
 use crate::keychain::{Keychain, Pointer};
 use crate::limits::MAX_CONFIG_BYTES;
 use file::{FileFederation, FileServer};
-pub use knob::{Given, Knob, Knobs, Override, Rule, SUPPORTED, Shaping, TABLE, knob, read_knobs};
+pub use knob::{
+    Given, Knob, KnobSeed, Knobs, Override, Reader, Rule, Shaping, TABLE, knob, listed, read_entry,
+    read_knobs, supported,
+};
 pub use oauth::{OAuth, PROTECTED_RESOURCE_PATH};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -701,11 +704,7 @@ fn read_federation(
     problems: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> Federation {
-    let given = match serde_json::to_value(&f) {
-        Ok(serde_json::Value::Object(given)) => given,
-        _ => serde_json::Map::new(),
-    };
-    let knobs = read_knobs(&given, &Knobs::default(), "federation.", problems);
+    let knobs = read_knobs(&f.knobs, &Knobs::default(), "federation.", problems);
     let breaker = breaker::read(
         f.breaker_failures,
         (f.breaker_cooldown_s, f.breaker_max_cooldown_s),

@@ -40,7 +40,7 @@ impl<'de> Deserialize<'de> for Scalar {
 /// A boolean that also takes the Python service's truthy strings (1/true/yes/on, 0/false/no/off).
 /// Read through a visitor (not via an intermediate value) so a bad word is reported at its own
 /// key and line.
-#[derive(Clone, Copy, Debug, serde::Serialize)]
+#[derive(Clone, Copy, Debug)]
 pub(super) struct Flag(pub bool);
 
 impl<'de> Deserialize<'de> for Flag {
