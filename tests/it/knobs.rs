@@ -363,7 +363,21 @@ async fn every_knob_is_read_from_the_file_set_live_and_listed_with_its_default()
         .map(|row| row["key"].as_str().unwrap())
         .collect();
     assert_eq!(listed, table);
-    // A knob a search may set for itself is taken by `POST /search` (and its rule applies).
+    // A knob a search may set for itself is an argument of the MCP `search` tool (whose schema
+    // is `SearchRequest`'s), and a knob that is one says so in the table.
+    let schema = serde_json::to_value(schemars::schema_for!(
+        seren_corpus_callosum::api::SearchRequest
+    ))
+    .unwrap();
+    for knob in seren_corpus_callosum::config::TABLE {
+        let argument = schema["properties"].get(knob.name).is_some();
+        assert_eq!(
+            argument, knob.per_call,
+            "{}: per_call against the tool's schema",
+            knob.name
+        );
+    }
+    // And it is taken by `POST /search`.
     for knob in seren_corpus_callosum::config::TABLE
         .iter()
         .filter(|knob| knob.per_call)
