@@ -139,7 +139,7 @@ pub enum Rule {
     Positive,
     /// A whole number within `min..=max`.
     Count(usize, usize),
-    /// Seconds, by the store timeout's rule (finite, > 0, at most a day).
+    /// Seconds, by the one duration rule (`checked_seconds`: 1 ms..=1 h, never rounding to zero).
     Seconds,
     /// A number within 0..=1.
     Fraction,
