@@ -211,7 +211,7 @@ pub fn answer(
     rows: &[StoreRow],
     config_error: Option<String>,
 ) -> KnobsAnswer {
-    let defaults = Knobs::from_config(&Config::empty(&config.path));
+    let defaults = Knobs::default();
     let file = config.exists.then_some(config);
     let config_error = config_error.map(|error| crate::text::cut(&error, 300));
     let from_file = file.map(Knobs::from_config);

@@ -4,7 +4,7 @@
 //! in, are `tests/oauth/` (run by `.ci/run`).
 
 use crate::support::mcp::{call, error_text, http_client, structured};
-use crate::support::{Callosum, StubStore, config_yaml, memory_hits};
+use crate::support::{Callosum, StubStore, config_yaml, memory_hits, serve_loopback};
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
@@ -89,10 +89,9 @@ struct IssuerState {
 
 impl Issuer {
     async fn start(keys: &[&Key]) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
         let state = IssuerState {
-            url: Arc::new(Mutex::new(url.clone())),
+            // Known once the router is served (the discovery document names it).
+            url: Arc::default(),
             keys: Arc::new(Mutex::new(keys.iter().map(|k| k.jwk()).collect())),
             fetches: Arc::default(),
         };
@@ -113,12 +112,8 @@ impl Issuer {
             )
             .with_state(state.clone());
         let stop = CancellationToken::new();
-        let cancelled = stop.clone().cancelled_owned();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, router)
-                .with_graceful_shutdown(cancelled)
-                .await;
-        });
+        let url = serve_loopback(router, stop.clone()).await;
+        *state.url.lock().unwrap() = url.clone();
         Self {
             url,
             keys: state.keys,
