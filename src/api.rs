@@ -536,7 +536,8 @@ impl NewStore {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NewMcpStore {
     /// `mcp`: a known server's mapping defaults: `server-memory` (the official knowledge-graph
-    /// server), `seren-loci`, `seren-memory` or `callosum`.
+    /// server), `seren-loci`, `seren-memory`, `callosum`, `basic-memory`, `mcp-server-qdrant`,
+    /// `chroma-mcp`, `graphiti-facts`, `graphiti-nodes` or `mem0`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub preset: Option<String>,
@@ -548,6 +549,10 @@ pub struct NewMcpStore {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub query_arg: Option<String>,
+    /// `mcp`: send the query as a list of one (chroma-mcp's `query_texts`; default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    pub query_list: Option<bool>,
     /// `mcp`: the argument that takes how many hits to return (default: none, cut here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
@@ -560,6 +565,12 @@ pub struct NewMcpStore {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `mcp`: how the result holds its hits: `json` (default; a hit array), `text_entries` (one
+    /// `<entry>` text block per hit, after a header) or `columns` (column-major `ids`,
+    /// `documents`, `metadatas`, `distances`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub shape: Option<String>,
     /// `mcp`: JSON pointer to the hit array in the result (default: found by name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
@@ -576,6 +587,11 @@ pub struct NewMcpStore {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub score: Option<String>,
+    /// `mcp`: JSON pointer to a hit's distance (lower is nearer; its relevance is
+    /// `1 / (1 + distance)`; default `/distance` for `columns`, else none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub distance: Option<String>,
     /// Refused: a program is never taken from the network.
     #[serde(default, skip_serializing)]
     #[schemars(skip)]
@@ -599,15 +615,20 @@ impl NewMcpStore {
             ("tool", &self.tool),
             ("query_arg", &self.query_arg),
             ("limit_arg", &self.limit_arg),
+            ("shape", &self.shape),
             ("hits", &self.hits),
             ("id", &self.id),
             ("content", &self.content),
             ("score", &self.score),
+            ("distance", &self.distance),
         ];
         for (key, value) in text {
             if let Some(value) = value {
                 options.insert(key.into(), value.clone().into());
             }
+        }
+        if let Some(query_list) = self.query_list {
+            options.insert("query_list".into(), query_list.into());
         }
         if let Some(limit_max) = self.limit_max {
             options.insert("limit_max".into(), limit_max.into());

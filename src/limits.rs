@@ -85,9 +85,11 @@ pub const MAX_HOPS: usize = 5;
 /// call, and a packet is read by a model.
 pub const MAX_EDGE_BUDGET: usize = 50;
 /// How long an MCP server may take to start and answer `initialize` and `tools/list` (node and
-/// Python servers take one to five seconds). The start runs on its own, past any one search's
-/// timeout, so a slow starter comes up for a later search instead of never.
-pub const MCP_START_WAIT: Duration = Duration::from_secs(30);
+/// small Python servers take one to five seconds; basic-memory 14 to 16 s on an idle 2-core
+/// machine, and past 30 s while a dozen other servers start beside it). The start runs on its
+/// own, past any one search's timeout, so a slow starter comes up for a later search instead of
+/// never.
+pub const MCP_START_WAIT: Duration = Duration::from_secs(90);
 /// How long a stdio MCP server that keeps failing waits before its next start, at most. The
 /// first restart after a server that answered is immediate; each failure after that doubles the
 /// wait from half a second.

@@ -58,6 +58,48 @@ enum Command {
     /// Write a commented starter config (at --config, else the platform config dir), never over
     /// an existing file, and print the MCP host entries that run this binary with it.
     Init(ConfigArg),
+    /// Point at an MCP server nobody has written a mapping for: pick its search tool, call it
+    /// once with --query and print the store entry that reads it, saying what was guessed.
+    Propose(ProposeArgs),
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "Examples:\n  seren-corpus-callosum propose --query xavier -- basic-memory mcp\n  \
+                  seren-corpus-callosum propose --query lab --arg collection_name=lab --url http://127.0.0.1:8000/mcp"
+)]
+struct ProposeArgs {
+    /// A query the server has hits for: the test search.
+    #[arg(long, value_name = "TEXT")]
+    query: String,
+    /// The store's name in the entry (default: the server's own name).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// The tool to read (default: the search-like tool the server lists).
+    #[arg(long, value_name = "TOOL")]
+    tool: Option<String>,
+    /// A fixed argument of every call (a collection, a project, a group), NAME=VALUE; a VALUE
+    /// that reads as JSON is that JSON, else text. Repeatable.
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    arguments: Vec<String>,
+    /// The server's streamable HTTP endpoint (instead of a command).
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    url: Option<String>,
+    /// The environment variable that holds the bearer token for --url.
+    #[arg(long, value_name = "VAR", requires = "url")]
+    token_env: Option<String>,
+    /// An environment variable of the spawned server, NAME=VALUE. Repeatable.
+    #[arg(long = "env", value_name = "NAME=VALUE", conflicts_with = "url")]
+    env: Vec<String>,
+    /// How many hits the test search asks for.
+    #[arg(short = 'n', long = "n-results", value_name = "N", default_value_t = 5)]
+    n_results: usize,
+    /// Seconds the test call may take (the server's start may take 90 more).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    timeout_s: f64,
+    /// The program that serves MCP on stdio, and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
 }
 
 #[derive(Args)]
@@ -110,7 +152,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // stdout is the answer (search, check) or the MCP channel (stdio): logs stay on stderr, and
     // the one-shot commands log only errors.
-    let quiet = matches!(cli.command, Some(Command::Search(_) | Command::Check(_)));
+    let quiet = matches!(
+        cli.command,
+        Some(Command::Search(_) | Command::Check(_) | Command::Propose(_))
+    );
     init_logging(if quiet { "error" } else { "info" });
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
@@ -122,6 +167,9 @@ fn main() -> ExitCode {
     let command = cli.command.unwrap_or(Command::Serve(cli.serve));
     if let Command::Init(arg) = &command {
         return init(arg);
+    }
+    if let Command::Propose(args) = command {
+        return runtime.block_on(propose(args));
     }
     // Every command starts from the configuration, loaded (and its warnings logged) here, once.
     let config = match load_config(&command) {
@@ -137,7 +185,9 @@ fn main() -> ExitCode {
             Command::Check(_) => check(config).await,
             Command::Demo(_) => run_demo(config).await,
             Command::Stdio(args) => stdio(config, args.http, loader).await,
-            Command::Init(_) => unreachable!("init runs before any config is loaded"),
+            Command::Init(_) | Command::Propose(_) => {
+                unreachable!("init and propose run before any config is loaded")
+            }
         }
     });
     match result {
@@ -191,6 +241,7 @@ impl Command {
             Command::Stdio(args) => &args.serve.config,
             Command::Search(args) => &args.config,
             Command::Check(args) | Command::Init(args) => args,
+            Command::Propose(_) => unreachable!("propose reads no config"),
         }
     }
 
@@ -199,7 +250,7 @@ impl Command {
         match self {
             Command::Serve(args) | Command::Demo(args) => Some(args),
             Command::Stdio(args) => Some(&args.serve),
-            Command::Search(_) | Command::Check(_) | Command::Init(_) => None,
+            Command::Search(_) | Command::Check(_) | Command::Init(_) | Command::Propose(_) => None,
         }
     }
 }
@@ -904,6 +955,121 @@ async fn run_demo(mut config: Config) -> anyhow::Result<ExitCode> {
     );
     // The demo's roster is its two sample stores, not the file's: nothing is reloaded.
     run_server(config, Some(banner), None).await
+}
+
+/// `propose`: the entry is printed on stdout, a reason it could not be made on stderr (exit 2;
+/// 64, EX_USAGE, for a wrong argument).
+async fn propose(args: ProposeArgs) -> ExitCode {
+    use seren_corpus_callosum::store::mcp::propose;
+    let target = match propose_target(&args) {
+        Ok(target) => target,
+        Err(why) => {
+            eprintln!("seren-corpus-callosum propose: {why}");
+            return ExitCode::from(64);
+        }
+    };
+    let timeout = std::time::Duration::from_secs_f64(args.timeout_s.clamp(0.1, 600.0));
+    match propose::propose(&target, &args.query, args.n_results.clamp(1, 100), timeout).await {
+        Ok(proposal) => {
+            print!("{}", proposal.yaml(&args.query));
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("seren-corpus-callosum propose: {why}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// What `propose` is pointed at, from its arguments; an error names the argument.
+fn propose_target(
+    args: &ProposeArgs,
+) -> Result<seren_corpus_callosum::store::mcp::propose::Target, String> {
+    use serde_json::{Value, json};
+    use seren_corpus_callosum::config::Program;
+    use seren_corpus_callosum::secret::Secret;
+    use seren_corpus_callosum::store::mcp::client::Link;
+    let pair = |flag: &str, text: &str| -> Result<(String, String), String> {
+        match text.split_once('=') {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Ok((name.trim().to_owned(), value.to_owned()))
+            }
+            _ => Err(format!(
+                "--{flag} takes NAME=VALUE, got {}",
+                json!(cut(text, 60))
+            )),
+        }
+    };
+    let mut arguments = serde_json::Map::new();
+    for text in &args.arguments {
+        let (name, value) = pair("arg", text)?;
+        let value = serde_json::from_str(&value).unwrap_or(Value::String(value));
+        arguments.insert(name, value);
+    }
+    if let Some(name) = &args.name {
+        config::check_name(name).map_err(|why| format!("--name: {why}"))?;
+    }
+    let (link, endpoint) = match (&args.url, args.command.split_first()) {
+        (Some(url), _) => {
+            let parsed = url::Url::parse(url).map_err(|why| format!("--url: {why}"))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(format!(
+                    "--url must be http:// or https://, got {}",
+                    parsed.scheme()
+                ));
+            }
+            let mut endpoint = vec![("url", json!(url))];
+            let token = match &args.token_env {
+                Some(var) => {
+                    let value = std::env::var(var)
+                        .map_err(|_| format!("--token-env: ${var} is not set"))?;
+                    endpoint.push(("token_env", json!(var)));
+                    Secret::bearer(value).map_err(|why| format!("--token-env: ${var} {why}"))?
+                }
+                None => None,
+            };
+            let clients = seren_corpus_callosum::store::clients::Clients::new(false)
+                .map_err(|why| why.to_string())?;
+            let client = clients.mcp(None)?;
+            (
+                Link::Http {
+                    url: parsed,
+                    token,
+                    client,
+                },
+                endpoint,
+            )
+        }
+        (None, Some((command, rest))) => {
+            let mut env = std::collections::BTreeMap::new();
+            for text in &args.env {
+                let (name, value) = pair("env", text)?;
+                env.insert(name, value);
+            }
+            let mut endpoint = vec![("command", json!(command)), ("args", json!(rest))];
+            if !env.is_empty() {
+                endpoint.push(("env", json!(env)));
+            }
+            let program = Program {
+                command: command.clone(),
+                args: rest.to_vec(),
+                env,
+            };
+            (Link::Stdio(program), endpoint)
+        }
+        (None, None) => {
+            return Err(
+                "say where the server is: --url URL, or -- COMMAND ARGS... to spawn it".into(),
+            );
+        }
+    };
+    Ok(seren_corpus_callosum::store::mcp::propose::Target {
+        name: args.name.clone(),
+        link,
+        endpoint,
+        tool: args.tool.clone(),
+        arguments,
+    })
 }
 
 #[cfg(test)]

@@ -268,8 +268,9 @@ for add_store. Read-only.",
 and kept across restarts (in the runtime overlay, never in the config file). `type` is one of the types \
 list_stores shows (seren_memory for a SerenMemory, seren_loci for a SerenLoci, seren_callosum for \
 another callosum, mcp for one tool of any MCP server reached at its http(s):// url: give a `preset` \
-(server-memory, seren-loci, seren-memory, callosum) or a `tool` and the JSON pointers that map its \
-result). A program (`command`) is never taken here, nor a token by name (`token_env`), nor a file \
+(server-memory, seren-loci, seren-memory, callosum, basic-memory, mcp-server-qdrant, chroma-mcp, \
+graphiti-facts, graphiti-nodes, mem0; a scope such as collection_name goes in `arguments`) or a `tool` \
+and the JSON pointers that map its result). A program (`command`) is never taken here, nor a token by name (`token_env`), nor a file \
 to read (`tls_ca_file`): give `token` itself. Only changes which stores are read, never what is in them. Fails with a clear message on a \
 duplicate name, an unknown type, a key not in this schema, a bad pointer, or a url that is not http(s).",
         input_schema = input_schema::<NewStore>(),

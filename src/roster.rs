@@ -1203,7 +1203,7 @@ mod tests {
             body[key] = value;
             body
         };
-        let taken = "a store added here takes name, type, url, weight, floor, token, and for type mcp also preset, tool, query_arg, limit_arg, limit_max, arguments, hits, id, content, score";
+        let taken = "a store added here takes name, type, url, weight, floor, token, and for type mcp also preset, tool, query_arg, query_list, limit_arg, limit_max, arguments, shape, hits, id, content, score, distance";
         for key in [
             "token_env",
             "bearer_token_env",
@@ -1241,7 +1241,8 @@ mod tests {
         assert_eq!(check(with("token", "t".into())), Ok("a".into()));
         let mcp = serde_json::json!({"name": "m", "type": "mcp", "url": "http://x/mcp", "preset": "callosum",
             "tool": "search", "query_arg": "q", "limit_arg": "n", "limit_max": 5, "arguments": {},
-            "hits": "/hits", "id": "/id", "content": "/content", "score": "/score", "weight": 1, "floor": 0});
+            "hits": "/hits", "id": "/id", "content": "/content", "score": "/score", "weight": 1, "floor": 0,
+            "query_list": false, "shape": "json", "distance": "/d"});
         assert_eq!(check(mcp), Ok("m".into()));
     }
 

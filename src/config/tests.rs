@@ -972,6 +972,46 @@ fn docs_mcp_snippet_binds() {
     assert_eq!(stores[3].token_env.as_deref(), Some("TEAM_CALLOSUM_TOKEN"));
 }
 
+#[test]
+fn docs_memory_server_presets_snippet_binds() {
+    // docs/stores.md's block of the memory servers people run: each preset with its scope.
+    let page = include_str!("../../docs/stores.md");
+    let section = &page[page.find("A preset's fixed arguments sit under").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let config = parse(block).unwrap();
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    let specs: Vec<(String, String)> = (config.federation.stores.iter())
+        .map(|s| s.as_ref().unwrap())
+        .map(|entry| {
+            let spec = crate::store::mcp::Spec::parse(&entry.options).unwrap();
+            let scope = spec.arguments("q", 5);
+            let mut scope: Vec<&str> = scope.keys().map(String::as_str).collect();
+            scope.sort_unstable();
+            (spec.tool, scope.join(","))
+        })
+        .collect();
+    assert_eq!(
+        specs,
+        [
+            (
+                "search_notes".into(),
+                "output_format,page_size,project,query".into()
+            ),
+            (
+                "chroma_query_documents".into(),
+                "collection_name,n_results,query_texts".into()
+            ),
+            ("qdrant-find".into(), "collection_name,query".into()),
+            (
+                "search_memory_facts".into(),
+                "group_ids,max_facts,query".into()
+            ),
+            ("search_memories".into(), "limit,query".into()),
+        ]
+    );
+}
+
 #[cfg(feature = "postgres")]
 #[test]
 fn the_overlay_url_must_be_postgres_and_is_never_shown_with_its_password() {

@@ -514,6 +514,27 @@ CASES: list[tuple[str, Callable[[Peers], str]]] = [
 ]
 
 
+def run_cases(cases: list[tuple[str, Callable[[Any], str]]], fixture: Any, verbose: bool) -> tuple[int, int]:
+    """Runs each case on `fixture`, one `ok`/`FAIL` line each; an error fails its case, not the run.
+    Returns (passed, failed)."""
+    passed = failed = 0
+    for name, case in cases:
+        try:
+            detail = case(fixture)
+        except CheckFailed as e:
+            print(f"FAIL  {name}  {e}", flush=True)
+            failed += 1
+        except Exception as e:  # noqa: BLE001 - an error fails its case, not the run
+            print(f"FAIL  {name}  error: {type(e).__name__}: {e}", flush=True)
+            if verbose:
+                traceback.print_exc()
+            failed += 1
+        else:
+            print(f"ok  {name}  {detail}", flush=True)
+            passed += 1
+    return passed, failed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bin", required=True, help="the seren-corpus-callosum binary")
@@ -548,20 +569,7 @@ def main() -> int:
         else:
             print(f"mcp-peers: seren-loci {peers.loci_url}, inner callosum {peers.inner_url}, outer {peers.outer_url}, "
                   f"n_results={N_RESULTS} (ask {ASK})", flush=True)
-            for name, case in CASES:
-                try:
-                    detail = case(peers)
-                except CheckFailed as e:
-                    print(f"FAIL  {name}  {e}", flush=True)
-                    failed += 1
-                except Exception as e:  # noqa: BLE001 - an error fails its case, not the run
-                    print(f"FAIL  {name}  error: {type(e).__name__}: {e}", flush=True)
-                    if args.verbose:
-                        traceback.print_exc()
-                    failed += 1
-                else:
-                    print(f"ok  {name}  {detail}", flush=True)
-                    passed += 1
+            passed, failed = run_cases(CASES, peers, args.verbose)
     except (KeyboardInterrupt, SystemExit):
         # An interrupted run is not a passing one.
         print("FAIL  interrupted", flush=True)

@@ -402,22 +402,73 @@ impl Session {
     }
 }
 
-/// Reads a tool result into hits: an error result is a failure with its text, cut short.
-fn read(result: &CallToolResult, mapping: &Mapping, limit: usize) -> Result<Vec<Hit>, Failure> {
-    let text = result
-        .content
-        .iter()
-        .find_map(|block| block.as_text())
-        .map(|text| text.text.as_str());
+/// One session opened for a single look at a server (`propose`): its tools, and calls made with
+/// arguments given whole. No store state, no retries: what fails is said once.
+pub struct Probe {
+    session: Session,
+}
+
+impl Probe {
+    /// Spawns or reaches the server, initializes and lists its tools, within `wait`.
+    pub async fn open(store: &str, link: &Link, wait: Duration) -> Result<Self, Failure> {
+        match tokio::time::timeout(wait, connect(store, link)).await {
+            Ok(session) => Ok(Self { session: session? }),
+            Err(_) => Err(Failure::Timeout(wait)),
+        }
+    }
+
+    /// The tools the server lists, in its order.
+    pub fn tools(&self) -> &[Tool] {
+        &self.session.tools
+    }
+
+    /// The name the server gives itself in `initialize`, if any.
+    pub fn server_name(&self) -> Option<String> {
+        let info = self.session.service.peer_info()?;
+        Some(info.server_info.as_ref()?.name.clone())
+    }
+
+    /// Calls `tool` with `arguments`, within `timeout`; the result as the server sent it.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<CallToolResult, Failure> {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        match tokio::time::timeout(timeout, self.session.service.call_tool(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(ServiceError::McpError(error))) => Err(Failure::Tool(format!(
+                "the server refused the call: {} (code {})",
+                cut(&error.message, 200),
+                error.code.0
+            ))),
+            Ok(Err(error)) => Err(Failure::Mcp(cause(&error))),
+            Err(_) => Err(Failure::Timeout(timeout)),
+        }
+    }
+}
+
+/// Reads a tool result into hits: an error result is a failure with its text, cut short. Every
+/// text block is handed on in order (a `text_entries` shape reads one hit from each); the body cap
+/// bounds how many there can be.
+pub fn read(result: &CallToolResult, mapping: &Mapping, limit: usize) -> Result<Vec<Hit>, Failure> {
+    let texts = texts(result);
     if result.is_error == Some(true) {
-        return Err(Failure::Tool(text.map_or_else(
+        return Err(Failure::Tool(texts.first().map_or_else(
             || "the tool answered an error without text".into(),
             |text| cut(text.trim(), 200),
         )));
     }
-    let document =
-        super::map::document(result.structured_content.as_ref(), text).map_err(Failure::Decode)?;
-    mapping.read(&document, limit).map_err(Failure::Decode)
+    mapping
+        .read_answer(result.structured_content.as_ref(), &texts, limit)
+        .map_err(Failure::Decode)
+}
+
+/// A tool result's text blocks, in order.
+pub fn texts(result: &CallToolResult) -> Vec<&str> {
+    let blocks = result.content.iter().filter_map(|block| block.as_text());
+    blocks.map(|text| text.text.as_str()).collect()
 }
 
 /// How the callosum introduces itself to a server.

@@ -9,6 +9,7 @@
 //! Every error names a place or a kind of value, never a value: a tool may echo the query (or
 //! anything else) into its result, and a reason is shown on a public route and in the log.
 
+use super::shape::{self, Shape};
 use crate::fusion::Hit;
 use crate::metadata::{MAX_DEPTH, Metadata};
 use serde_json::{Map, Value};
@@ -357,10 +358,12 @@ fn unmatched(c: char, at: usize) -> String {
     format!("an unmatched '{c}' at character {at} (write \\{c} for a literal '{c}')")
 }
 
-/// How one tool result becomes hits: where the hit array is, and where in each hit its id,
-/// content and score are.
+/// How one tool result becomes hits: how the result lays them out, where the hit array is, and
+/// where in each hit its id, content, score and distance are.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mapping {
+    /// How the result holds its hits (`json` unless the entry says otherwise).
+    pub shape: Shape,
     /// The hit array in the result; `None` looks for it (the result itself when it is an array,
     /// else its first array member named `hits`, `results`, `entities`, `items` or `documents`).
     pub hits: Option<Pointer>,
@@ -370,14 +373,63 @@ pub struct Mapping {
     pub content: Template,
     /// The hit's `base_relevance` and `native_score`; `None`, or no number there, gives 0 and null.
     pub score: Option<Pointer>,
+    /// The hit's `raw_distance` (smaller is closer); without a score it also gives the
+    /// `base_relevance` `1 / (1 + distance)`, so a floor can cut far hits.
+    pub distance: Option<Pointer>,
 }
 
 impl Mapping {
+    /// Reads a tool result (its structured content, if any, and its text blocks in order) into at
+    /// most `limit` hits, as the shape says. The structured content is read first; when the hits
+    /// are not where the mapping looks in it, the first text block's JSON is read instead, so one
+    /// mapping reads a server that wraps its answer as structured content (FastMCP's
+    /// `{"result": ...}`, or a JSON string in it) and the same server's text alike.
+    pub fn read_answer(
+        &self,
+        structured: Option<&Value>,
+        texts: &[&str],
+        limit: usize,
+    ) -> Result<Vec<Hit>, String> {
+        if self.shape == Shape::TextEntries {
+            return self.read_items(&shape::entries(texts, limit)?, limit);
+        }
+        let first_text = texts.first().copied();
+        let Some(structured) = structured else {
+            return self.read(&document(None, first_text)?, limit);
+        };
+        let in_structured = match self.read(structured, limit) {
+            Ok(hits) => return Ok(hits),
+            Err(why) => why,
+        };
+        match first_text.map(document_of_text) {
+            Some(Ok(text)) => self.read(&text, limit),
+            Some(Err(why)) => Err(format!(
+                "{in_structured} in the structured content, and {why}"
+            )),
+            None => Err(in_structured),
+        }
+    }
+
     /// Reads the result document into at most `limit` hits, in array order. Hits without content
     /// are skipped and do not count; hits past the limit are never built. An error says why there
     /// is no hit array, or which hit could not be kept, naming kinds and places, never values.
     pub fn read(&self, document: &Value, limit: usize) -> Result<Vec<Hit>, String> {
-        let items = self.hit_array(document)?;
+        match self.shape {
+            Shape::Columns => {
+                let table = match &self.hits {
+                    Some(pointer) => pointer.get(document).ok_or_else(|| {
+                        format!("no columns at {} (found nothing)", pointer.as_str())
+                    })?,
+                    None => document,
+                };
+                self.read_items(&shape::columns(table, limit)?, limit)
+            }
+            Shape::Json | Shape::TextEntries => self.read_items(self.hit_array(document)?, limit),
+        }
+    }
+
+    /// Reads hit objects, in order, into at most `limit` hits.
+    fn read_items(&self, items: &[Value], limit: usize) -> Result<Vec<Hit>, String> {
         let consumed = self.consumed_members();
         let mut hits = Vec::with_capacity(items.len().min(limit));
         for (index, item) in items.iter().enumerate() {
@@ -388,19 +440,19 @@ impl Mapping {
             if content.trim().is_empty() {
                 continue;
             }
-            let metadata = metadata(item, &consumed)
-                .map_err(|why| format!("the hit at index {index}: {why}"))?;
-            let score = self
-                .score
-                .as_ref()
-                .and_then(|pointer| pointer.get(item))
-                .and_then(Value::as_f64)
-                .filter(|score| score.is_finite());
+            let metadata = match self.shape.nests_metadata() {
+                true => metadata(item.get("metadata").unwrap_or(&Value::Null), &[]),
+                false => metadata(item, &consumed),
+            }
+            .map_err(|why| format!("the hit at index {index}: {why}"))?;
+            let score = number(self.score.as_ref(), item);
+            let distance = number(self.distance.as_ref(), item);
+            let relevance = score.or(distance.map(crate::store::relevance_from_distance));
             hits.push(Hit {
                 id: crate::store::id_text(self.id.get(item).cloned()),
                 content,
-                base_relevance: score.unwrap_or(0.0),
-                raw_distance: None,
+                base_relevance: relevance.unwrap_or(0.0),
+                raw_distance: distance,
                 native_score: score,
                 metadata,
                 satellites: None,
@@ -425,17 +477,26 @@ impl Mapping {
         }
     }
 
-    /// The members a hit's metadata leaves out: those the id, content or score read whole (a
-    /// pointer one token deep). A deeper pointer reads part of a member, so the member stays.
+    /// The members a hit's metadata leaves out: those the id, content, score or distance read
+    /// whole (a pointer one token deep). A deeper pointer reads part of a member, so it stays.
     fn consumed_members(&self) -> Vec<&str> {
         let mut pointers = self.content.pointers();
         pointers.push(&self.id);
         pointers.extend(self.score.as_ref());
+        pointers.extend(self.distance.as_ref());
         pointers
             .into_iter()
             .filter_map(Pointer::top_member)
             .collect()
     }
+}
+
+/// The finite number `pointer` leads to in `hit`, if any.
+fn number(pointer: Option<&Pointer>, hit: &Value) -> Option<f64> {
+    pointer
+        .and_then(|pointer| pointer.get(hit))
+        .and_then(Value::as_f64)
+        .filter(|number| number.is_finite())
 }
 
 /// The hit array of a document read without a `hits` pointer.
@@ -509,6 +570,11 @@ pub fn document(structured: Option<&Value>, first_text: Option<&str>) -> Result<
         return Ok(structured.clone());
     }
     let text = first_text.ok_or("the tool result has no structured content and no text block")?;
+    document_of_text(text)
+}
+
+/// A text block parsed as JSON, or where it is not JSON.
+fn document_of_text(text: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|error| {
         format!(
             "the tool's text is not JSON (line {}, column {})",
@@ -530,10 +596,12 @@ mod tests {
 
     fn mapping(hits: Option<&str>, id: &str, content: &str, score: Option<&str>) -> Mapping {
         Mapping {
+            shape: Shape::Json,
             hits: hits.map(pointer),
             id: pointer(id),
             content: Template::parse(content).unwrap_or_else(|why| panic!("{content:?}: {why}")),
             score: score.map(pointer),
+            distance: None,
         }
     }
 
@@ -565,6 +633,33 @@ mod tests {
     fn check_error(mapping: &Mapping, document: Value, expected: &str) {
         let why = mapping.read(&document, 10).expect_err(expected);
         assert_eq!(why, expected, "{document}");
+    }
+
+    #[test]
+    fn hits_not_in_the_structured_content_are_read_from_the_text() {
+        let mapping = mapping(Some("/results"), "/id", "/memory", Some("/score"));
+        let text = r#"{"results": [{"id": "m1", "memory": "tea", "score": 0.5}]}"#;
+        // FastMCP's wrapper: the same answer as a string, or as an object, under `result`.
+        for structured in [json!({"result": text}), json!({"result": {"results": []}})] {
+            let hits = mapping.read_answer(Some(&structured), &[text], 10).unwrap();
+            assert_eq!(lines(&hits), ["m1|tea|0.5|Some(0.5)|{}"], "{structured}");
+        }
+        // Hits in the structured content are read from it, whatever the text says.
+        let structured = json!({"results": [{"id": "s", "memory": "structured"}]});
+        let hits = mapping
+            .read_answer(Some(&structured), &["not json"], 10)
+            .unwrap();
+        assert_eq!(hits[0].id, "s");
+        // Neither: both places are named.
+        let why = mapping
+            .read_answer(Some(&json!({"result": "cut"})), &["{\"results\": [{"], 10)
+            .unwrap_err();
+        assert_eq!(
+            why,
+            "no hit array at /results (found nothing) in the structured content, and the tool's text is not JSON (line 1, column 14)"
+        );
+        let why = mapping.read_answer(Some(&json!({})), &[], 10).unwrap_err();
+        assert_eq!(why, "no hit array at /results (found nothing)");
     }
 
     #[test]

@@ -11,13 +11,16 @@
 pub mod client;
 pub mod map;
 pub mod preset;
+pub mod propose;
+pub mod shape;
 
-pub use client::{McpStore, ToolCheck};
+pub use client::{McpStore, Probe, ToolCheck};
 
 use super::{Options, Reach, StoreType};
 use crate::config::StoreKind;
 use map::{Mapping, Pointer, Template};
 use serde_json::{Map, Value};
+use shape::Shape;
 
 pub const TYPE: StoreType = StoreType {
     name: StoreKind::Mcp.name(),
@@ -25,13 +28,16 @@ pub const TYPE: StoreType = StoreType {
         "preset",
         "tool",
         "query_arg",
+        "query_list",
         "limit_arg",
         "limit_max",
         "arguments",
+        "shape",
         "hits",
         "id",
         "content",
         "score",
+        "distance",
     ],
     reach: Reach::Mcp,
 };
@@ -43,6 +49,8 @@ pub struct Spec {
     pub tool: String,
     /// The argument that takes the query.
     pub query_arg: String,
+    /// Whether the query goes as a list of one (chroma-mcp's `query_texts: [query]`).
+    pub query_list: bool,
     /// The argument that takes the number of hits wanted, if the tool takes one.
     pub limit_arg: Option<String>,
     /// The most the tool accepts in `limit_arg` (SerenMemory's `recall` refuses more than 50).
@@ -68,9 +76,10 @@ impl Spec {
         Ok(Spec {
             tool,
             query_arg: (given.text("query_arg", |p| Some(p.query_arg))?).unwrap_or("query".into()),
+            query_list: given.query_list()?,
             limit_arg: given.text("limit_arg", |p| p.limit_arg)?,
             limit_max: given.limit_max()?,
-            arguments: fixed_arguments(options)?,
+            arguments: given.arguments()?,
             mapping: given.mapping()?,
         })
     }
@@ -78,7 +87,11 @@ impl Spec {
     /// The tool's arguments for one search: the fixed ones, then the query, then the limit.
     pub fn arguments(&self, query: &str, n: usize) -> Map<String, Value> {
         let mut arguments = self.arguments.clone();
-        arguments.insert(self.query_arg.clone(), query.into());
+        let query = match self.query_list {
+            true => Value::Array(vec![query.into()]),
+            false => query.into(),
+        };
+        arguments.insert(self.query_arg.clone(), query);
         if let Some(limit) = &self.limit_arg {
             let n = self.limit_max.map_or(n, |max| n.min(max)).max(1);
             arguments.insert(limit.clone(), n.into());
@@ -97,15 +110,6 @@ fn refuse_nul(options: &Map<String, Value>) -> Result<(), String> {
     {
         Some(key) => Err(format!("{key} must not contain a NUL character (\\u0000)")),
         None => Ok(()),
-    }
-}
-
-/// An entry's `arguments`: a mapping, or none.
-fn fixed_arguments(options: &Map<String, Value>) -> Result<Map<String, Value>, String> {
-    match options.get("arguments") {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(arguments)) => Ok(arguments.clone()),
-        Some(other) => Err(format!("arguments must be a mapping, got {other}")),
     }
 }
 
@@ -151,6 +155,35 @@ impl<'a> Given<'a> {
         }
     }
 
+    /// `query_list`: true or false, else the preset's.
+    fn query_list(&self) -> Result<bool, String> {
+        let preset = self.preset.is_some_and(|p| p.query_list);
+        self.read.flag("query_list", preset)
+    }
+
+    /// `arguments`: the preset's fixed arguments, each one the entry gives over it.
+    fn arguments(&self) -> Result<Map<String, Value>, String> {
+        let mut arguments = self.preset.map_or_else(Map::new, preset::Preset::arguments);
+        match self.read.0.get("arguments") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(given)) => arguments.extend(given.clone()),
+            Some(other) => return Err(format!("arguments must be a mapping, got {other}")),
+        }
+        Ok(arguments)
+    }
+
+    /// `shape`, else the preset's, else `json`.
+    fn shape(&self) -> Result<Shape, String> {
+        match self
+            .read
+            .text("shape")?
+            .filter(|text| !text.trim().is_empty())
+        {
+            Some(text) => Shape::parse(text.trim()),
+            None => Ok(self.preset.map_or(Shape::Json, |p| p.shape)),
+        }
+    }
+
     /// A key that holds a JSON pointer, else the preset's; an error names the key.
     fn pointer(
         &self,
@@ -162,19 +195,27 @@ impl<'a> Given<'a> {
             .transpose()
     }
 
-    /// How the result becomes hits: `hits`, `id`, `content`, `score`.
+    /// How the result becomes hits: `shape`, `hits`, `id`, `content`, `score`, `distance`.
     fn mapping(&self) -> Result<Mapping, String> {
+        let shape = self.shape()?;
         let hits = self.pointer("hits", |p| p.hits)?;
         let id = (self.pointer("id", |p| Some(p.id))?)
             .unwrap_or_else(|| Pointer::parse("/id").expect("a valid pointer"));
-        let content = (self.text("content", |p| Some(p.content))?).unwrap_or("/content".into());
+        let content = (self.text("content", |p| Some(p.content))?)
+            .unwrap_or_else(|| shape.default_content().into());
         let content = Template::parse(&content).map_err(|why| format!("content: {why}"))?;
         let score = self.pointer("score", |p| p.score)?;
+        let distance = (self.pointer("distance", |_| None)?).or_else(|| {
+            let default = shape.default_distance()?;
+            Some(Pointer::parse(default).expect("a valid pointer"))
+        });
         Ok(Mapping {
+            shape,
             hits,
             id,
             content,
             score,
+            distance,
         })
     }
 }
@@ -250,16 +291,52 @@ mod tests {
     }
 
     #[test]
+    fn the_new_presets_read_their_servers_shapes_and_take_a_scope() {
+        let chroma =
+            spec(json!({"preset": "chroma-mcp", "arguments": {"collection_name": "lab"}})).unwrap();
+        assert_eq!(chroma.mapping.shape, Shape::Columns);
+        assert_eq!(chroma.mapping.content.as_str(), "/document");
+        assert_eq!(
+            chroma.mapping.distance.as_ref().unwrap().as_str(),
+            "/distance"
+        );
+        assert_eq!(
+            chroma.arguments("xavier", 4),
+            *json!({"collection_name": "lab", "query_texts": ["xavier"], "n_results": 4})
+                .as_object()
+                .unwrap()
+        );
+        let notes =
+            spec(json!({"preset": "basic-memory", "arguments": {"project": "work"}})).unwrap();
+        assert_eq!(
+            notes.arguments("x", 3),
+            *json!({"output_format": "json", "project": "work", "query": "x", "page_size": 3})
+                .as_object()
+                .unwrap()
+        );
+        // The entry's arguments win over the preset's.
+        let text = spec(json!({"preset": "basic-memory", "arguments": {"output_format": "text"}}))
+            .unwrap();
+        assert_eq!(text.arguments("x", 3)["output_format"], "text");
+        let qdrant = spec(json!({"preset": "mcp-server-qdrant"})).unwrap();
+        assert_eq!(qdrant.mapping.shape, Shape::TextEntries);
+        assert_eq!(qdrant.limit_arg, None);
+        // A shape given over a preset's wins; the default content follows the shape.
+        let plain = spec(json!({"tool": "q", "shape": "columns"})).unwrap();
+        assert_eq!(plain.mapping.content.as_str(), "/document");
+    }
+
+    #[test]
     fn a_wrong_value_names_its_key() {
         let cases = [
             (
                 json!({}),
-                "tool is required (the MCP tool to call), or a preset: server-memory, seren-loci, seren-memory, callosum",
+                "tool is required (the MCP tool to call), or a preset: server-memory, seren-loci, seren-memory, callosum, basic-memory, mcp-server-qdrant, chroma-mcp, graphiti-facts, graphiti-nodes, mem0",
             ),
             (json!({"tool": "  "}), "tool is required"),
             (
                 json!({"preset": "neo4j"}),
-                "unknown preset 'neo4j'; known presets: server-memory, seren-loci, seren-memory, callosum",
+                "unknown preset 'neo4j'; known presets: server-memory, seren-loci, seren-memory, callosum, basic-memory, mcp-server-qdrant, chroma-mcp, graphiti-facts, graphiti-nodes, mem0",
             ),
             (json!({"tool": "t", "hits": "entities"}), "hits: "),
             (json!({"tool": "t", "id": "/a~2"}), "id: "),
@@ -277,6 +354,19 @@ mod tests {
                 "limit_max must be a whole number >= 1, got 0",
             ),
             (json!({"tool": 7}), "tool must be a string, got 7"),
+            (
+                json!({"tool": "t", "shape": "xml"}),
+                "shape must be one of json, text_entries, columns, got \"xml\"",
+            ),
+            (
+                json!({"tool": "t", "shape": 3}),
+                "shape must be a string, got 3",
+            ),
+            (
+                json!({"tool": "t", "query_list": "yes"}),
+                "query_list must be",
+            ),
+            (json!({"tool": "t", "distance": "d"}), "distance: "),
             (
                 json!({"tool": "find\0"}),
                 "tool must not contain a NUL character (\\u0000)",
