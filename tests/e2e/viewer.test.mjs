@@ -699,7 +699,7 @@ describe('The Bridge shows the packet (a demo with a quota, authority and edges)
 
 // The form's mapping fields for an mcp store, by their labels.
 const MCP_FIELDS = ['Preset', 'Tool', 'Content'];
-const PRESETS = ['none', 'server-memory', 'seren-loci', 'seren-memory', 'callosum'];
+const PRESETS = ['none', 'server-memory', 'seren-loci', 'seren-memory', 'callosum', 'basic-memory', 'mcp-server-qdrant', 'chroma-mcp', 'graphiti-facts', 'graphiti-nodes', 'mem0'];
 const CUDA = 'that CUDA thing on the Xavier';
 
 /** POST /search from Node (no Origin: not a browser). */
