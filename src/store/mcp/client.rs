@@ -314,11 +314,7 @@ impl Inner {
     /// search starts another.
     fn call_failed(&self, session: &Arc<Session>, error: ServiceError) -> Failure {
         match error {
-            ServiceError::McpError(error) => Failure::Tool(format!(
-                "the server refused the call: {} (code {})",
-                cut(&error.message, 200),
-                error.code.0
-            )),
+            ServiceError::McpError(error) => refused(&error),
             ServiceError::Timeout { timeout } => Failure::Timeout(timeout),
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 let why = match &error {
@@ -438,11 +434,7 @@ impl Probe {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         match tokio::time::timeout(timeout, self.session.service.call_tool(params)).await {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(ServiceError::McpError(error))) => Err(Failure::Tool(format!(
-                "the server refused the call: {} (code {})",
-                cut(&error.message, 200),
-                error.code.0
-            ))),
+            Ok(Err(ServiceError::McpError(error))) => Err(refused(&error)),
             Ok(Err(error)) => Err(Failure::Mcp(cause(&error))),
             Err(_) => Err(Failure::Timeout(timeout)),
         }
@@ -463,6 +455,15 @@ pub fn read(result: &CallToolResult, mapping: &Mapping, limit: usize) -> Result<
     mapping
         .read_answer(result.structured_content.as_ref(), &texts, limit)
         .map_err(Failure::Decode)
+}
+
+/// A JSON-RPC error answered to a call: the server's refusal, its message cut short.
+fn refused(error: &rmcp::model::ErrorData) -> Failure {
+    Failure::Tool(format!(
+        "the server refused the call: {} (code {})",
+        cut(&error.message, 200),
+        error.code.0
+    ))
 }
 
 /// A tool result's text blocks, in order.

@@ -395,7 +395,7 @@ impl Mapping {
         }
         let first_text = texts.first().copied();
         let Some(structured) = structured else {
-            return self.read(&document(None, first_text)?, limit);
+            return self.read(&document(first_text)?, limit);
         };
         let in_structured = match self.read(structured, limit) {
             Ok(hits) => return Ok(hits),
@@ -562,13 +562,10 @@ fn kind(value: Option<&Value>) -> &'static str {
     }
 }
 
-/// The result document: `structured` (the tool result's `structuredContent`) when there is one,
-/// else the first text block parsed as JSON. A text that is not JSON is named by line and column
-/// only: the text is the tool's, and may hold anything.
-pub fn document(structured: Option<&Value>, first_text: Option<&str>) -> Result<Value, String> {
-    if let Some(structured) = structured {
-        return Ok(structured.clone());
-    }
+/// The result document of a tool result without structured content: its first text block parsed
+/// as JSON. A text that is not JSON is named by line and column only: the text is the tool's, and
+/// may hold anything.
+fn document(first_text: Option<&str>) -> Result<Value, String> {
     let text = first_text.ok_or("the tool result has no structured content and no text block")?;
     document_of_text(text)
 }
@@ -1151,22 +1148,20 @@ mod tests {
     #[test]
     fn the_document_is_structured_content_else_the_text() {
         let structured = json!({"hits": []});
+        let any = mapping(None, "/id", "/content", None);
         assert_eq!(
-            document(Some(&structured), Some("not json")),
-            Ok(structured.clone())
+            any.read_answer(Some(&structured), &["not json"], 10),
+            Ok(Vec::new())
         );
-        assert_eq!(
-            document(None, Some(r#"{"hits": [1]}"#)),
-            Ok(json!({"hits": [1]}))
-        );
-        assert_eq!(document(None, Some("[]")), Ok(json!([])));
+        assert_eq!(document(Some(r#"{"hits": [1]}"#)), Ok(json!({"hits": [1]})));
+        assert_eq!(document(Some("[]")), Ok(json!([])));
         let secret = "my password is hunter2";
-        let why = document(None, Some(secret)).unwrap_err();
+        let why = document(Some(secret)).unwrap_err();
         assert_eq!(why, "the tool's text is not JSON (line 1, column 1)");
-        let why = document(None, Some("{\"a\": 1}\nhunter2")).unwrap_err();
+        let why = document(Some("{\"a\": 1}\nhunter2")).unwrap_err();
         assert_eq!(why, "the tool's text is not JSON (line 2, column 1)");
         assert_eq!(
-            document(None, None).unwrap_err(),
+            document(None).unwrap_err(),
             "the tool result has no structured content and no text block"
         );
     }
