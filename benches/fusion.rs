@@ -256,23 +256,40 @@ fn packet_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
         "cut", "rows", "tokens", "calls", "median", "p99", "min"
     );
     let mut ok = true;
-    for (name, cut) in cases {
-        let packet = packet::rank(input.clone(), &cut);
+    // Each cut as a search without `explain` ranks it, then as one with it (the whole order read
+    // for the trace, the best 25 rows left out named).
+    let ranked = |input: Vec<RankedList>, cut: &Cut, traced: bool| {
+        if traced {
+            packet::rank_traced(input, cut, 25).0
+        } else {
+            packet::rank(input, cut)
+        }
+    };
+    for (name, cut, traced) in cases.into_iter().flat_map(|(name, cut)| {
+        [
+            (name.to_owned(), cut, false),
+            (format!("{name} +explain"), cut, true),
+        ]
+    }) {
+        let packet = ranked(input.clone(), &cut, traced);
         let tokens = packet_cost(packet.iter().map(|f| &f.hit));
-        if packet.is_empty() || cut.budget.is_some_and(|b| tokens > b) {
+        if packet.is_empty()
+            || cut.budget.is_some_and(|b| tokens > b)
+            || packet != packet::rank(input.clone(), &cut)
+        {
             println!("FAILED {name}: {} rows, {tokens} tokens", packet.len());
             ok = false;
             continue;
         }
         for _ in 0..warmup.min(200) {
-            black_box(packet::rank(black_box(input.clone()), &cut));
+            black_box(ranked(black_box(input.clone()), &cut, traced));
         }
         let mut times = Vec::with_capacity(iterations);
         let began = Instant::now();
         while times.len() < iterations && began.elapsed() < bound {
             let copy = input.clone();
             let start = Instant::now();
-            let packet = packet::rank(black_box(copy), &cut);
+            let packet = ranked(black_box(copy), &cut, traced);
             let took = start.elapsed();
             black_box(&packet);
             drop(packet);

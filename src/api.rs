@@ -25,6 +25,20 @@ pub struct SearchRequest {
     #[serde(default)]
     #[schemars(with = "u32", range(min = 1, max = crate::limits::MAX_BUDGET_TOKENS))]
     pub budget_tokens: Option<i64>,
+    /// Search only these stores, by name (this tool's description and list_stores name them),
+    /// e.g. ["facts"] for the facts alone. Default: every store. An unknown name is an error.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub stores: Option<Vec<String>>,
+    /// Leave these stores out, by name. An unknown name is an error.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub exclude_stores: Option<Vec<String>>,
+    /// Say why each hit is where it is: each hit gets `explain` (its store's rank, weight and
+    /// floor, its RRF contribution weight/(k+rank), and every shaping step that moved or kept it)
+    /// and `explain_dropped` lists the best hits the page or n_results left out. Default false.
+    #[serde(default)]
+    pub explain: bool,
 }
 
 /// The MCP `search` tool's arguments: a search, and how its text block is written.
@@ -47,6 +61,9 @@ impl SearchRequest {
             query: query.into(),
             n_results: None,
             budget_tokens: None,
+            stores: None,
+            exclude_stores: None,
+            explain: false,
         }
     }
 }
@@ -82,6 +99,121 @@ pub struct SearchAnswer {
     /// deadline had no room for); absent when it did everything.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// With `explain`: the best hits the page or `n_results` left out (at most 25), best first,
+    /// each with why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<Dropped>")]
+    pub explain_dropped: Option<Vec<Dropped>>,
+}
+
+/// Why a hit is where it is (`explain: true`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Explain {
+    /// Its 1-based rank in its store's answer, after the floor (among its kind, for an edge).
+    pub store_rank: u32,
+    /// Its store's weight in this search.
+    pub weight: f64,
+    /// Its store's floor in this search.
+    pub floor: f64,
+    /// The RRF constant.
+    pub k: u32,
+    /// Its RRF contribution, `weight / (k + store_rank)`: the hit's `score`. Null for an edge,
+    /// which follows a hit instead of being ranked.
+    #[schemars(with = "f64")]
+    pub contribution: Option<f64>,
+    /// Each shaping step that moved or kept it, in the order they ran; empty when the fused
+    /// order alone put it where it is.
+    pub steps: Vec<Step>,
+    /// All of the above in one short line.
+    pub why: String,
+}
+
+/// One shaping step that acted on a hit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Step {
+    /// Which step.
+    pub step: StepKind,
+    /// What it did, in words.
+    pub why: String,
+    /// `authority_lead`: how far its store's top hit stood above the runner-up (an exact match:
+    /// its relevance), and the `authority_margin` it had to reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
+    pub margin: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
+    pub authority_margin: Option<f64>,
+    /// `seat`: the seats each store is given (`min_per_store`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32")]
+    pub min_per_store: Option<usize>,
+    /// `hop`: the round that found it, and the bridge query's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32")]
+    pub round: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub bridge: Option<String>,
+    /// An edge: the id of the hit it is the edge of (satellite, supersedes), or the topic tags it
+    /// shares with the packet (topic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub core: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<String>")]
+    pub topics: Option<Vec<String>>,
+}
+
+/// The shaping steps `explain` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// Its store was sure of it (`authority_margin`), so it leads the packet.
+    AuthorityLead,
+    /// A reserved seat (`min_per_store`) kept it, where the fused order alone would not have.
+    Seat,
+    /// A later round found it (`hops`).
+    Hop,
+    /// A satellite episode of a hit of the packet.
+    SatelliteEdge,
+    /// The memory a hit of the packet superseded.
+    SupersedesEdge,
+    /// A memory sharing the packet's topic tags.
+    TopicEdge,
+}
+
+impl Step {
+    /// A step of `kind` with its words, and no numbers yet.
+    pub fn new(kind: StepKind, why: impl Into<String>) -> Self {
+        Self {
+            step: kind,
+            why: why.into(),
+            margin: None,
+            authority_margin: None,
+            min_per_store: None,
+            round: None,
+            bridge: None,
+            core: None,
+            topics: None,
+        }
+    }
+}
+
+/// A hit the page or `n_results` left out (`explain: true`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Dropped {
+    pub store: String,
+    pub id: String,
+    /// Its rank in its store's answer, after the floor.
+    pub store_rank: u32,
+    /// Its fused score.
+    pub score: f64,
+    /// What left it out, in words.
+    pub why: String,
+    /// Left out by the page: what it would have cost, in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32")]
+    pub tokens: Option<usize>,
 }
 
 /// One fused hit with its full provenance.
@@ -105,6 +237,10 @@ pub struct Hit {
     pub raw_distance: Option<f64>,
     /// Whatever else the store said about it: a JSON object.
     pub metadata: Metadata,
+    /// With `explain`: why it is where it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Explain")]
+    pub explain: Option<Explain>,
 }
 
 /// A store name and a reason.
@@ -172,6 +308,9 @@ pub struct StoreRow {
     pub managed: bool,
     /// Whether an outbound token is set (never the token itself).
     pub auth: bool,
+    /// What the store holds, in one line, as its entry says (`description:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// `active`, `disabled`, or `skipped: <reason>`.
     pub status: StoreStatus,
     /// For an active store, its circuit breaker: `closed`, `open` or `probing`.
@@ -510,6 +649,11 @@ pub struct NewStore {
     #[serde(default)]
     #[schemars(with = "String")]
     pub token: Option<String>,
+    /// What the store holds, in one line of at most 200 characters ("the user's facts: names,
+    /// dates, preferences"): the `search` tool lists it, so a model knows what it can aim at.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub description: Option<String>,
     /// `mcp` stores only: the mapping of one tool's result to ranked hits. Every key but `tool`
     /// has a default; a `preset` fills them for a known server.
     #[serde(flatten)]
@@ -523,7 +667,15 @@ pub struct NewStore {
 
 impl NewStore {
     /// The keys every store added at run time may carry.
-    pub const KEYS: &[&str] = &["name", "type", "url", "weight", "floor", "token"];
+    pub const KEYS: &[&str] = &[
+        "name",
+        "type",
+        "url",
+        "weight",
+        "floor",
+        "token",
+        "description",
+    ];
 
     /// The first key given that is not taken here, if any.
     pub fn unknown_key(&self) -> Option<&str> {

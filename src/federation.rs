@@ -12,11 +12,12 @@ use crate::api::{
 };
 use crate::chain::{Chain, Id, MAX_DEPTH};
 use crate::config::Config;
+use crate::explain;
 use crate::fusion::RankedList;
 use crate::health::{Admission, Health, Outcome};
 use crate::knobs::Knobs;
 use crate::ledger::{Ledger, Purse};
-use crate::limits::MAX_BUDGET_TOKENS;
+use crate::limits::{MAX_BUDGET_TOKENS, MAX_EXPLAIN_DROPPED};
 use crate::packet::page::packet_cost;
 use crate::packet::{self, Cut, Row, Seen, edges, hops};
 use crate::roster::{Bound, Changed, Fan, Roster};
@@ -259,11 +260,13 @@ impl Federation {
         );
         let ask = packet::ask(n, knobs.fetch_multiplier, budget);
         let fan = self.roster.fan();
-        let spend = Spend::new(&fan, &knobs, chain, self.answers.purse());
+        let aimed = fan.aimed(request.stores.as_deref(), request.exclude_stores.as_deref())?;
+        let fan = aimed.as_ref().unwrap_or(&fan);
+        let spend = Spend::new(fan, &knobs, chain, self.answers.purse());
         let below = chain.child(self.id, per_store_budget(chain.budget, spend.own_calls));
         let chains = (chain, &below);
         let round = Hop {
-            fan: &fan,
+            fan,
             knobs: &knobs,
             query,
             cut: &cut,
@@ -274,11 +277,16 @@ impl Federation {
         let results = self.fan_out(&round, query).await;
         let first_took = spend.started.elapsed();
         let mut first = Round::collect(&round, results);
-        let rows = first.rank(&cut);
+        let (rows, trace) = if request.explain {
+            let (rows, trace) = first.rank_traced(&cut);
+            (rows, Some(trace))
+        } else {
+            (first.rank(&cut), None)
+        };
         let (ranked, ranked_cost) = (rows.len(), packet_cost(rows.iter().map(|r| &r.hit)));
         let mut notes = Vec::new();
         if fan.bound.is_empty() {
-            notes.push(self.nothing_fanned(&fan));
+            notes.push(self.nothing_fanned(fan, aimed.is_some()));
         }
         let rows = self
             .follow(
@@ -290,15 +298,36 @@ impl Federation {
             .await;
         // What follows the ranked rows never changes them: only its own rows are counted again.
         let tokens = ranked_cost + packet_cost(rows[ranked..].iter().map(|row| &row.hit));
+        let (hits, explain_dropped) = match trace {
+            None => (rows.into_iter().map(|row| wire(row, None)).collect(), None),
+            Some(trace) => {
+                let context = explain::Context {
+                    trace: &trace,
+                    names: &first.answered,
+                    cut: &cut,
+                    ranked,
+                };
+                let scale = |name: &str| {
+                    (fan.bound.iter().find(|b| b.name == name))
+                        .map_or((1.0, 0.0), |bound| knobs.weight_and_floor(bound))
+                };
+                let explains = explain::hits(&context, &rows, scale);
+                let hits = (rows.into_iter().zip(explains))
+                    .map(|(row, why)| wire(row, Some(why)))
+                    .collect();
+                (hits, Some(explain::dropped(&context)))
+            }
+        };
         Ok(SearchAnswer {
             query: query.to_owned(),
-            hits: rows.into_iter().map(wire).collect(),
+            hits,
             budget_tokens: budget,
             tokens,
             stores_searched: first.answered,
             failed: first.failed,
             skipped: fan.skipped(),
             notes,
+            explain_dropped,
         })
     }
 
@@ -336,9 +365,19 @@ impl Federation {
         Ok((knobs, n, budget, searching))
     }
 
-    /// Why a search over no stores found nothing, in words a model can act on.
-    fn nothing_fanned(&self, fan: &Fan) -> String {
-        if fan.rows.is_empty() {
+    /// Why a search over no stores found nothing, in words a model can act on. `aimed`: the fan
+    /// is the part `stores` and `exclude_stores` left.
+    fn nothing_fanned(&self, fan: &Fan, aimed: bool) -> String {
+        if aimed && fan.rows.is_empty() {
+            "no store was searched: stores and exclude_stores leave none of the configured stores"
+                .to_owned()
+        } else if aimed {
+            format!(
+                "no store was searched: of the {} stores that stores and exclude_stores leave, \
+                 none is active (list_stores says why)",
+                fan.rows.len()
+            )
+        } else if fan.rows.is_empty() {
             format!(
                 "no stores are configured, so nothing was searched: add one with the add_store \
                  tool (or POST /stores), or under federation.stores in {}",
@@ -901,6 +940,17 @@ impl<'a> Round<'a> {
             .map(|fused| Row::fused(&bound[fused.list].name, fused))
             .collect()
     }
+
+    /// [`Round::rank`], and what each step of the cut did (for `explain`).
+    fn rank_traced(&mut self, cut: &Cut) -> (Vec<Row>, packet::Trace) {
+        let bound = &self.bound;
+        let (fused, trace) =
+            packet::rank_traced(std::mem::take(&mut self.lists), cut, MAX_EXPLAIN_DROPPED);
+        let rows = (fused.into_iter())
+            .map(|fused| Row::fused(&bound[fused.list].name, fused))
+            .collect();
+        (rows, trace)
+    }
 }
 
 /// What a hop round could not do, for the answer's `notes`: stores its call budget left unasked,
@@ -940,7 +990,7 @@ fn hop_notes(
 
 /// A packet row as the wire shows it: the one place the packet's rows become `api` hits, so
 /// the packet never imports `api`.
-fn wire(row: Row) -> crate::api::Hit {
+fn wire(row: Row, explain: Option<crate::api::Explain>) -> crate::api::Hit {
     crate::api::Hit {
         store: row.store,
         id: row.hit.id,
@@ -951,6 +1001,7 @@ fn wire(row: Row) -> crate::api::Hit {
         native_score: row.hit.native_score,
         raw_distance: row.hit.raw_distance,
         metadata: row.hit.metadata,
+        explain,
     }
 }
 

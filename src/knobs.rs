@@ -356,6 +356,7 @@ mod tests {
             enabled: true,
             managed: false,
             auth: false,
+            description: None,
             status: StoreStatus::Active,
             breaker: None,
         }

@@ -27,6 +27,7 @@
 //! - [`store`]: one [`store::Protocol`] per store type, the `mcp` type, and the shared HTTP call to a store.
 //! - [`health`]: per-store call records and the circuit breaker that reads them.
 //! - [`render`]: the answer as compact text.
+//! - [`explain`]: why each hit is where it is, for a search that asks (`explain: true`).
 //! - [`oauth`]: the OAuth 2.1 resource server: access tokens checked against the issuer's keys.
 //! - [`metrics`]: the Prometheus families of `GET /metrics`: names, buckets, the exposition.
 //! - [`roster`]: the live set of stores (config + overlay) and each one's bind status.
@@ -41,6 +42,7 @@ pub mod api;
 pub mod chain;
 pub mod config;
 pub mod demo;
+pub mod explain;
 pub mod federation;
 pub mod fusion;
 pub mod guard;

@@ -13,6 +13,15 @@ pub const MAX_HEAD_BYTES: usize = 32 * 1024;
 pub const MAX_QUERY_BYTES: usize = 8 * 1024;
 /// The largest `n_results` a caller may ask for.
 pub const MAX_N_RESULTS: i64 = 200;
+/// The most store names one search's `stores` or `exclude_stores` may list: a roster holds at most
+/// [`MAX_MAX_STORES`], and a name is checked against each.
+pub const MAX_FILTER_NAMES: usize = MAX_MAX_STORES;
+/// The longest store `description`, in characters: one line a model reads in the `search` tool's
+/// description, once per store, so a roster of many stores stays a page.
+pub const MAX_DESCRIPTION_CHARS: usize = 200;
+/// The most hits `explain_dropped` lists: the best the page or `n_results` left out, which is
+/// what a person tuning a knob looks at; the rest of a 64-store fan's order would only be bulk.
+pub const MAX_EXPLAIN_DROPPED: usize = 25;
 /// The default cap on one store's response body.
 pub const DEFAULT_BODY_CAP: usize = 8 * 1024 * 1024;
 /// The largest `tls_ca_file` read: a CA bundle is a few KiB (the whole webpki root set is about

@@ -143,6 +143,16 @@ struct SearchArgs {
     /// Pack the answer into a page of at most N tokens (default: federation.budget_tokens).
     #[arg(long = "budget-tokens", value_name = "N")]
     budget_tokens: Option<i64>,
+    /// Search only this store (repeat for more): a name `check` or GET /stores lists.
+    #[arg(long = "store", value_name = "NAME")]
+    stores: Vec<String>,
+    /// Leave this store out (repeat for more).
+    #[arg(long = "exclude-store", value_name = "NAME")]
+    exclude_stores: Vec<String>,
+    /// Say why each hit is where it is (a `why` line under each hit; with --json, the answer's
+    /// `explain` and `explain_dropped`).
+    #[arg(long)]
+    explain: bool,
     /// Print the answer as JSON, exactly as POST /search gives it.
     #[arg(long)]
     json: bool,
@@ -627,6 +637,10 @@ async fn search(config: Config, args: SearchArgs) -> anyhow::Result<ExitCode> {
                 query: args.query.clone(),
                 n_results: args.n_results,
                 budget_tokens: args.budget_tokens,
+                stores: (!args.stores.is_empty()).then(|| args.stores.clone()),
+                exclude_stores: (!args.exclude_stores.is_empty())
+                    .then(|| args.exclude_stores.clone()),
+                explain: args.explain,
             },
             &Chain::root(),
         )
@@ -704,6 +718,19 @@ fn render_table(answer: &api::SearchAnswer) -> String {
             hit.base_relevance,
             number(hit.native_score),
             number(hit.raw_distance),
+        );
+        if let Some(explain) = &hit.explain {
+            let _ = writeln!(out, "     why: {}", printable(&explain.why));
+        }
+    }
+    for dropped in answer.explain_dropped.iter().flatten() {
+        let _ = writeln!(
+            out,
+            "left out: {} #{} {}: {}",
+            printable(&dropped.store),
+            dropped.store_rank,
+            printable(&dropped.id),
+            printable(&dropped.why)
         );
     }
     if answer.hits.is_empty() {

@@ -17,7 +17,7 @@ use crate::oauth::Access;
 use rmcp::handler::server::common::schema_for_input;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Json;
-use rmcp::model::{CallToolResult, ContentBlock, Extensions};
+use rmcp::model::{CallToolResult, ContentBlock, Extensions, Tool};
 use rmcp::model::{
     Implementation, JsonObject, RequestMetaObject, ServerCapabilities, ServerConfig,
 };
@@ -25,6 +25,7 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
+use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -200,7 +201,8 @@ hop round its deadline or call budget had no room for). Edges follow the ranked 
 satellite-edge, supersedes-edge, topic-edge); hop hits carry `metadata.hop`. Say how much you can read \
 with `budget_tokens` (about 4 characters a token): rows are packed best first and `tokens` says what \
 the page cost. `format: \"compact\"` makes the text block numbered lines instead of JSON, a few times \
-fewer tokens. Read-only.",
+fewer tokens. `explain: true` says why each hit is where it is (its rank, weight and RRF contribution, \
+and the shaping steps that moved it) and which hits were left out. Read-only.",
         input_schema = input_schema::<SearchToolRequest>(),
         output_schema = output_schema::<SearchAnswer>(),
         annotations(
@@ -332,8 +334,82 @@ config file cannot be removed here. The store's data is untouched.",
 /// would rebuild them for each `tools/list` and each tool call.
 static TOOLS: LazyLock<ToolRouter<CallosumMcp>> = LazyLock::new(CallosumMcp::tool_router);
 
+impl CallosumMcp {
+    /// The tools as a host lists them: the `search` tool's description names the stores it can
+    /// be aimed at, as the live roster holds them.
+    fn tools(&self) -> Vec<Tool> {
+        let mut tools = TOOLS.list_all();
+        for tool in tools.iter_mut().filter(|tool| tool.name == "search") {
+            let stores = aim_line(&self.federation.stores());
+            tool.description = tool
+                .description
+                .take()
+                .map(|words| Cow::Owned(format!("{words} {stores}")));
+        }
+        tools
+    }
+}
+
+/// The stores a search can be aimed at, as one paragraph of the `search` tool's description:
+/// each active store's name, type and `description`, the first [`AIMED_SHOWN`] of them.
+fn aim_line(stores: &Stores) -> String {
+    use std::fmt::Write;
+    const AIMED_SHOWN: usize = 64;
+    let active: Vec<&crate::api::StoreRow> = (stores.stores.iter())
+        .filter(|row| row.status == crate::api::StoreStatus::Active)
+        .collect();
+    if active.is_empty() {
+        return "No store is searched now (list_stores says why).".to_owned();
+    }
+    let mut line = String::from(
+        "Aim a search with `stores` (only these) or `exclude_stores` (not these), by name; the \
+         stores now:",
+    );
+    for (i, row) in active.iter().take(AIMED_SHOWN).enumerate() {
+        let sep = if i == 0 { " " } else { "; " };
+        // Writing to a String cannot fail.
+        let _ = write!(line, "{sep}{} ({})", row.name, row.kind);
+        if let Some(description) = &row.description {
+            let _ = write!(line, ": {description}");
+        }
+    }
+    if active.len() > AIMED_SHOWN {
+        let _ = write!(
+            line,
+            "; and {} more (list_stores names them)",
+            active.len() - AIMED_SHOWN
+        );
+    }
+    line.push('.');
+    line
+}
+
 #[tool_handler(router = TOOLS)]
 impl ServerHandler for CallosumMcp {
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let hints = context
+            .protocol_version()
+            .is_some_and(|version| version >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        Ok(rmcp::model::ListToolsResult {
+            result_type: Some(rmcp::model::ResultType::COMPLETE),
+            tools: self.tools(),
+            meta: None,
+            next_cursor: None,
+            // The search tool's description follows the roster: never fresh for long.
+            ttl_ms: hints.then_some(0),
+            cache_scope: hints.then_some(rmcp::model::CacheScope::Private),
+        })
+    }
+
+    // rmcp reads a tool's schema here on every HTTP call: the static tool, not the roster's words.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        TOOLS.get(name).cloned()
+    }
+
     fn get_info(&self) -> ServerConfig {
         // Named explicitly: left alone, rmcp reports itself ("rmcp") as the server.
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())

@@ -33,6 +33,16 @@ pub fn compact(answer: &SearchAnswer) -> String {
             hit.id,
             one_line(&hit.content)
         );
+        if let Some(explain) = &hit.explain {
+            let _ = writeln!(out, "   why: {}", one_line(&explain.why));
+        }
+    }
+    for dropped in answer.explain_dropped.iter().flatten() {
+        let _ = writeln!(
+            out,
+            "left out: [{} #{} {}] {}",
+            dropped.store, dropped.store_rank, dropped.id, dropped.why
+        );
     }
     for (label, entries) in [("failed", &answer.failed), ("skipped", &answer.skipped)] {
         if !entries.is_empty() {
@@ -115,6 +125,7 @@ mod tests {
             native_score: None,
             raw_distance: None,
             metadata: Metadata::from_map(&map),
+            explain: None,
         }
     }
 
@@ -162,6 +173,7 @@ mod tests {
             }],
             skipped: vec![],
             notes: vec![],
+            explain_dropped: None,
         };
         assert_eq!(
             compact(&answer),
@@ -185,6 +197,7 @@ mod tests {
             stores_searched: vec![],
             failed: vec![],
             notes: vec!["hop round 2 not run: why".into()],
+            explain_dropped: None,
             skipped: vec![NameReason {
                 name: "weird".into(),
                 reason: "unknown store type".into(),

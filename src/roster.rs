@@ -15,7 +15,7 @@ use crate::api::{NameReason, Refusal, RefusalKind, StoreRow, StoreStatus};
 use crate::config::Endpoint;
 use crate::config::{Config, Invalid, RawStoreEntry, StoreEntry, StoreKind, TypeRules};
 use crate::keychain::Pointer;
-use crate::limits::KEYCHAIN_WAIT;
+use crate::limits::{KEYCHAIN_WAIT, MAX_FILTER_NAMES};
 use crate::overlay;
 use crate::store::clients::Clients;
 use crate::store::mcp::McpStore;
@@ -609,6 +609,7 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
         weight: new.weight,
         floor: new.floor,
         token: new.token,
+        description: new.description,
         options,
         ..RawStoreEntry::default()
     };
@@ -682,6 +683,7 @@ fn build_fan(
                 enabled: true,
                 managed,
                 auth: false,
+                description: None,
                 status: StoreStatus::Skipped(invalid.reason),
                 breaker: None,
             },
@@ -787,6 +789,7 @@ fn row(entry: StoreEntry, managed: bool, status: StoreStatus) -> StoreRow {
     StoreRow {
         auth: entry.has_auth(),
         url: entry.endpoint.shown(),
+        description: entry.description,
         name: entry.name,
         kind: entry.kind.name().to_owned(),
         weight: entry.weight,
@@ -853,6 +856,81 @@ impl Fan {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The part of this fan one search aims at: only the stores `only` names (all, when `None`),
+    /// less those `exclude` names; `None` when that is the whole fan. A name the roster does not
+    /// hold is refused, naming it and the names it does hold.
+    pub fn aimed(
+        &self,
+        only: Option<&[String]>,
+        exclude: Option<&[String]>,
+    ) -> Result<Option<Fan>, Refusal> {
+        let exclude = exclude.unwrap_or_default();
+        if only.is_none() && exclude.is_empty() {
+            return Ok(None);
+        }
+        for (field, names) in [
+            ("stores", only.unwrap_or_default()),
+            ("exclude_stores", exclude),
+        ] {
+            if names.len() > MAX_FILTER_NAMES {
+                return Err(Refusal::bad_request(format!(
+                    "{field} lists {} names; the limit is {MAX_FILTER_NAMES}",
+                    names.len()
+                )));
+            }
+            if let Some(unknown) = names
+                .iter()
+                .find(|name| !self.rows.iter().any(|row| row.name == **name))
+            {
+                return Err(Refusal::bad_request(format!(
+                    "{field}: no store is named {}; the stores are: {}",
+                    crate::text::escaped(unknown),
+                    self.names()
+                )));
+            }
+        }
+        if only.is_some_and(<[String]>::is_empty) {
+            return Err(Refusal::bad_request(
+                "stores must name at least one store; leave it out to search every store",
+            ));
+        }
+        let wanted = |name: &str| {
+            only.is_none_or(|only| only.iter().any(|n| n == name))
+                && !exclude.iter().any(|n| n == name)
+        };
+        Ok(Some(Fan {
+            rows: (self.rows.iter())
+                .filter(|row| wanted(&row.name))
+                .cloned()
+                .collect(),
+            bound: (self.bound.iter())
+                .filter(|bound| wanted(&bound.name))
+                .cloned()
+                .collect(),
+            overlay_error: self.overlay_error.clone(),
+        }))
+    }
+
+    /// Every store's name, in roster order, for a message (the first 32, then how many more).
+    fn names(&self) -> String {
+        const SHOWN: usize = 32;
+        let mut names: Vec<&str> = self
+            .rows
+            .iter()
+            .take(SHOWN)
+            .map(|r| r.name.as_str())
+            .collect();
+        let more = self.rows.len().saturating_sub(SHOWN);
+        let more = format!("and {more} more");
+        if self.rows.len() > SHOWN {
+            names.push(&more);
+        }
+        if names.is_empty() {
+            return "(none configured)".to_owned();
+        }
+        names.join(", ")
     }
 }
 
@@ -1203,7 +1281,7 @@ mod tests {
             body[key] = value;
             body
         };
-        let taken = "a store added here takes name, type, url, weight, floor, token, and for type mcp also preset, tool, query_arg, query_list, limit_arg, limit_max, arguments, shape, hits, id, content, score, distance";
+        let taken = "a store added here takes name, type, url, weight, floor, token, description, and for type mcp also preset, tool, query_arg, query_list, limit_arg, limit_max, arguments, shape, hits, id, content, score, distance";
         for key in [
             "token_env",
             "bearer_token_env",

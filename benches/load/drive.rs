@@ -98,9 +98,20 @@ pub(super) fn request_bodies() -> Vec<Bytes> {
     ]
     .iter()
     .map(|query| {
-        Bytes::from(serde_json::to_vec(&json!({"query": query, "n_results": 10})).expect("JSON"))
+        let body = if explain() {
+            json!({"query": query, "n_results": 10, "explain": true})
+        } else {
+            json!({"query": query, "n_results": 10})
+        };
+        Bytes::from(serde_json::to_vec(&body).expect("JSON"))
     })
     .collect()
+}
+
+/// Whether every search asks `explain: true` (`SCC_BENCH_EXPLAIN=1`): what explaining costs, with
+/// the same stores and load. A binary from before `explain` ignores the field.
+pub(super) fn explain() -> bool {
+    std::env::var_os("SCC_BENCH_EXPLAIN").is_some_and(|v| v == "1")
 }
 
 pub(super) fn load_client() -> reqwest::Client {

@@ -105,6 +105,9 @@ fn main() -> ExitCode {
         });
         None
     };
+    if drive::explain() {
+        notes.push("every search asks explain: true (SCC_BENCH_EXPLAIN=1)".into());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

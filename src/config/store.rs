@@ -5,6 +5,7 @@ use super::Secret;
 use super::kind::{EntryKind, StoreKind};
 use super::scalar::{Flag, Scalar};
 use crate::keychain::Pointer;
+use crate::limits::MAX_DESCRIPTION_CHARS;
 use crate::text::escaped;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -44,6 +45,9 @@ pub struct StoreEntry {
     /// A PEM file of CA certificates this store's https server is trusted by, beside the usual
     /// roots (read when the store is bound). Only the config file names one.
     pub tls_ca_file: Option<PathBuf>,
+    /// What the store holds, in one line, for a model choosing where to aim a search (the MCP
+    /// `search` tool's description lists it).
+    pub description: Option<String>,
     /// Adapter extras (`search_path`, `project`, `include_*`) and any unknown key of the entry.
     pub options: Map<String, Value>,
 }
@@ -135,6 +139,9 @@ impl StoreEntry {
         if let Some(path) = &self.tls_ca_file {
             object.insert("tls_ca_file".into(), path.to_string_lossy().into());
         }
+        if let Some(description) = &self.description {
+            object.insert("description".into(), description.clone().into());
+        }
         if !self.options.is_empty() {
             object.insert("options".into(), Value::Object(self.options.clone()));
         }
@@ -162,6 +169,7 @@ pub struct RawStoreEntry {
     pub token_env: Option<String>,
     pub timeout_s: Option<f64>,
     pub tls_ca_file: Option<String>,
+    pub description: Option<String>,
     pub options: Map<String, Value>,
     /// Keys that were read and deliberately dropped (aliases that lost to the short key, `managed`).
     pub dropped: Vec<String>,
@@ -237,6 +245,9 @@ impl RawStoreEntry {
             "timeout_s" => self.timeout_s = map.next_value()?,
             "tls_ca_file" => {
                 self.tls_ca_file = map.next_value::<Option<Scalar>>()?.map(|s| s.0);
+            }
+            "description" => {
+                self.description = map.next_value::<Option<Scalar>>()?.map(|s| s.0);
             }
             "options" => {
                 let options: Option<Map<String, Value>> = map.next_value()?;
@@ -322,6 +333,8 @@ impl RawStoreEntry {
             None => None,
             Some(token) => Secret::bearer(token).map_err(|why| field("token", why))?,
         };
+        let description =
+            check_description(self.description).map_err(|why| field("description", why))?;
         Ok(Ok(StoreEntry {
             name,
             kind,
@@ -334,6 +347,7 @@ impl RawStoreEntry {
             token_env: non_blank(&self.token_env).map(str::to_owned),
             timeout,
             tls_ca_file,
+            description,
             options: self.options,
         }))
     }
@@ -396,6 +410,32 @@ impl RawStoreEntry {
         }
         Ok(Ok(endpoint))
     }
+}
+
+/// A store's `description`: trimmed, one line of at most [`MAX_DESCRIPTION_CHARS`] characters
+/// with no control character (it is written into a tool description a model reads, where a
+/// newline could pass for another instruction); blank is none.
+pub fn check_description(description: Option<String>) -> Result<Option<String>, String> {
+    let Some(text) = description else {
+        return Ok(None);
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let chars = text.chars().count();
+    if chars > MAX_DESCRIPTION_CHARS {
+        return Err(format!(
+            "must be one line of at most {MAX_DESCRIPTION_CHARS} characters, got {chars}"
+        ));
+    }
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "must be one line without control characters, got {}",
+            c.escape_unicode()
+        ));
+    }
+    Ok(Some(text.to_owned()))
 }
 
 /// A store's weight (finite, > 0; default 1) and floor (0..=1; default 0), or the field that is

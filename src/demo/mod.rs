@@ -96,6 +96,14 @@ async fn serve(
     result
 }
 
+/// What a sample store holds, as its `description` says it.
+fn describe(kind: &str) -> &'static str {
+    match kind {
+        "seren_loci" => "sample facts: short statements about people, places and settings",
+        _ => "sample episodes: conversations and notes, as they happened",
+    }
+}
+
 /// Points `config` at the sample stores instead of its own (the demo never fans the configured
 /// stores, so a first run cannot be confused by them). The runtime overlay goes to a fresh
 /// temporary directory, unless `SEREN_SCC_RUNTIME_STORES` named one (the config knows), so stores
@@ -117,6 +125,7 @@ pub fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Re
                 token_env: None,
                 timeout: None,
                 tls_ca_file: None,
+                description: Some(describe(store.kind).to_owned()),
                 options: serde_json::Map::new(),
             }))
         })

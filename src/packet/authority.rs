@@ -24,7 +24,7 @@ pub fn margin(floored: &[Hit]) -> Option<f64> {
 /// when some store's margin reaches `threshold` (ties go to the store earlier in roster order),
 /// it is not already first, and leading does not go against the weights (`score >= leader -
 /// 1e-9`). Everything else keeps its order.
-pub fn lead(order: &mut Order, threshold: f64) -> Option<Place> {
+pub fn lead(order: &mut Order, threshold: f64) -> Option<Lead> {
     let mut best: Option<(usize, f64)> = None;
     for list in 0..order.lists() {
         if let Some(margin) = margin(order.list(list))
@@ -34,9 +34,22 @@ pub fn lead(order: &mut Order, threshold: f64) -> Option<Place> {
             best = Some((list, margin));
         }
     }
-    let candidate = order.place(best?.0, 1)?;
+    let (list, margin) = best?;
+    let candidate = order.place(list, 1)?;
     let leader = order.at(0)?;
-    (candidate != leader && candidate.score >= leader.score - 1e-9).then_some(candidate)
+    (candidate != leader && candidate.score >= leader.score - 1e-9).then_some(Lead {
+        place: candidate,
+        margin,
+        over: leader,
+    })
+}
+
+/// A lead, and why: the margin it won by, and the fused order's first row it went ahead of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lead {
+    pub place: Place,
+    pub margin: f64,
+    pub over: Place,
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ pub mod edges;
 pub mod hops;
 pub mod page;
 
-use crate::fusion::{self, Fused, Order, RankedList};
+use crate::fusion::{self, Fused, Order, Place, RankedList};
 
 pub use crate::config::Shaping;
 
@@ -132,13 +132,61 @@ pub fn rank(lists: Vec<RankedList>, cut: &Cut) -> Vec<Fused> {
         return fusion::fuse(lists, cut.k, cut.rows.unwrap_or(usize::MAX));
     }
     let mut order = Order::new(lists, cut.k);
-    let lead = if cut.authority_margin > 0.0 {
-        authority::lead(&mut order, cut.authority_margin)
-    } else {
-        None
-    };
+    let lead = lead(&mut order, cut).map(|lead| lead.place);
     let chosen = page::choose(&mut order, lead, cut);
     order.take(&chosen)
+}
+
+/// The authority lead, when the cut asks for one and one store's top hit earns it.
+fn lead(order: &mut Order, cut: &Cut) -> Option<authority::Lead> {
+    (cut.authority_margin > 0.0)
+        .then(|| authority::lead(order, cut.authority_margin))
+        .flatten()
+}
+
+/// What one round's cut did, for `explain`: the lead and why, the rows only a seat kept, and
+/// the best rows left out, with why. Lists are named by their index in the input.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    pub lead: Option<authority::Lead>,
+    /// The (list, rank) of each row a seat kept that the fused order alone would have left out.
+    pub seated: Vec<(usize, usize)>,
+    /// At most `max_dropped` of the rows the cut left out, best first: place, id, why.
+    pub dropped: Vec<(Place, String, page::Cutoff)>,
+}
+
+/// [`rank`], and what each step of it did ([`Trace`]). Always the shaped walk (which the tests
+/// hold equal to plain RRF's fast path when nothing is on): the rows left out must be read.
+pub fn rank_traced(lists: Vec<RankedList>, cut: &Cut, max_dropped: usize) -> (Vec<Fused>, Trace) {
+    let mut order = Order::new(lists, cut.k);
+    let lead = lead(&mut order, cut);
+    let at = lead.map(|lead| lead.place);
+    let (chosen, seated) = page::choose_seated(&mut order, at, cut);
+    let mut kept_by_seat = Vec::new();
+    if !seated.is_empty() {
+        let alone = page::choose(
+            &mut order,
+            at,
+            &Cut {
+                min_per_store: 0,
+                ..*cut
+            },
+        );
+        kept_by_seat = (chosen.iter())
+            .filter(|p| seated.contains(&(p.list, p.rank)) && !alone.contains(p))
+            .map(|p| (p.list, p.rank))
+            .collect();
+    }
+    let dropped = page::dropped(&mut order, at, cut, (&chosen, &seated), max_dropped)
+        .into_iter()
+        .map(|(place, why)| (place, order.hit(place).id.clone(), why))
+        .collect();
+    let trace = Trace {
+        lead,
+        seated: kept_by_seat,
+        dropped,
+    };
+    (order.take(&chosen), trace)
 }
 
 /// The ids already in a packet: a hop or an edge never repeats one.
@@ -200,6 +248,18 @@ mod tests {
                 })
                 .collect()
         })
+    }
+
+    /// `lists` with `floor` on each, and the first store's top hit an exact key, which now and
+    /// then leads.
+    fn floored_with_an_exact_top(mut lists: Vec<RankedList>, floor: f64) -> Vec<RankedList> {
+        for list in &mut lists {
+            list.floor = floor;
+        }
+        if let Some(first) = lists.first_mut().and_then(|l| l.hits.first_mut()) {
+            first.base_relevance = 1.0;
+        }
+        lists
     }
 
     fn keys(rows: &[Fused]) -> Vec<(usize, usize)> {
@@ -292,13 +352,7 @@ mod tests {
             authority_margin in prop::sample::select(vec![0.0, 0.035, 0.3]),
             floor in prop::sample::select(vec![0.0, 0.4]),
         ) {
-            let mut lists = lists;
-            for list in &mut lists {
-                list.floor = floor;
-            }
-            if let Some(first) = lists.first_mut().and_then(|l| l.hits.first_mut()) {
-                first.base_relevance = 1.0; // an exact key now and then leads
-            }
+            let lists = floored_with_an_exact_top(lists, floor);
             let cut = Cut { k: 60, rows: rows.or(Some(10)).filter(|_| budget.is_none()).or(rows), budget, authority_margin, min_per_store };
             prop_assert_eq!(keys(&rank(lists.clone(), &cut)), naive(lists, &cut));
         }
@@ -349,6 +403,63 @@ mod tests {
                 }
             }
             prop_assert_eq!(keys(&rank(lists, &cut)), keys(&rank(rescaled, &cut)));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_trace_agrees_with_the_numbers_and_names_a_step_only_when_it_acted(
+            lists in lists_strategy(),
+            budget in prop::option::of(1usize..600),
+            rows in prop::option::of(1usize..30),
+            min_per_store in 0usize..3,
+            authority_margin in prop::sample::select(vec![0.0, 0.035, 0.3]),
+            floor in prop::sample::select(vec![0.0, 0.4]),
+            k in prop::sample::select(vec![1u32, 60, 1000]),
+        ) {
+            let lists = floored_with_an_exact_top(lists, floor);
+            let weights: Vec<f64> = lists.iter().map(|l| l.weight).collect();
+            let total: usize = lists
+                .iter()
+                .map(|l| crate::fusion::apply_floor(l.hits.clone(), l.floor).len())
+                .sum();
+            let cut = Cut { k, rows: rows.or(Some(10)).filter(|_| budget.is_none()).or(rows), budget, authority_margin, min_per_store };
+            let (traced, trace) = rank_traced(lists.clone(), &cut, usize::MAX);
+            let kept = keys(&traced);
+            // Explaining changes nothing, and every row's score is its contribution.
+            prop_assert_eq!(&kept, &keys(&rank(lists.clone(), &cut)));
+            for row in &traced {
+                prop_assert_eq!(row.score, fusion::rrf_score(weights[row.list], k, row.rank));
+            }
+            // The lead: none, and the packet is what it is without authority; one, and it leads
+            // (or the page had no room for it), having won by its margin.
+            let unled = keys(&rank(lists.clone(), &Cut { authority_margin: 0.0, ..cut }));
+            match trace.lead {
+                None => prop_assert_eq!(&kept, &unled),
+                Some(lead) => {
+                    prop_assert!(lead.margin >= authority_margin && authority_margin > 0.0);
+                    let at = (lead.place.list, lead.place.rank);
+                    let cut_by_page = trace.dropped.iter().any(|(p, _, why)| {
+                        (p.list, p.rank) == at && matches!(why, page::Cutoff::Page { .. })
+                    });
+                    prop_assert!(kept.first() == Some(&at) || cut_by_page);
+                }
+            }
+            // A seat is named only for a row the order alone would have left out.
+            let unseated = keys(&rank(lists.clone(), &Cut { min_per_store: 0, ..cut }));
+            prop_assert!(min_per_store > 0 || trace.seated.is_empty());
+            for seat in &trace.seated {
+                prop_assert!(kept.contains(seat) && !unseated.contains(seat));
+            }
+            // Every row left out is listed once, with a reason that holds.
+            prop_assert_eq!(trace.dropped.len(), total - kept.len());
+            for (place, _, why) in &trace.dropped {
+                prop_assert!(!kept.contains(&(place.list, place.rank)));
+                match *why {
+                    page::Cutoff::Rows { cap } => prop_assert!(cut.rows == Some(cap) && kept.len() == cap),
+                    page::Cutoff::Page { cost, left } => prop_assert!(budget.is_some() && cost > left),
+                }
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 
 use super::Cut;
 use crate::fusion::{Hit, Order, Place};
+use std::collections::HashSet;
 
 /// Characters per estimated token.
 pub const CHARS_PER_TOKEN: usize = 4;
@@ -92,12 +93,78 @@ impl Walk {
 /// The places of the rows that make the packet, in reading order (`lead` first, then fused
 /// order): each store's seats first, then the fill, under the row cap and the page.
 pub fn choose(order: &mut Order, lead: Option<Place>, cut: &Cut) -> Vec<Place> {
+    choose_seated(order, lead, cut).0
+}
+
+/// [`choose`], and the (list, rank) of every row the seats took.
+pub fn choose_seated(
+    order: &mut Order,
+    lead: Option<Place>,
+    cut: &Cut,
+) -> (Vec<Place>, HashSet<(usize, usize)>) {
     let mut picks = Picks::new(order, cut);
     if cut.min_per_store > 0 && (picks.budget.is_some() || order.len() > picks.cap) {
         picks.reserve(order, lead, cut.min_per_store);
     }
     picks.fill(order, lead);
-    picks.into_places()
+    let seated = std::mem::take(&mut picks.taken);
+    (picks.into_places(), seated)
+}
+
+/// Why a row did not make the packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cutoff {
+    /// The row cap (`n_results`) was reached before it.
+    Rows { cap: usize },
+    /// It did not fit the page: it costs `cost` tokens and `left` were left when it was read.
+    Page { cost: usize, left: usize },
+}
+
+/// The first `max` rows in reading order that [`choose_seated`] left out, with why: its fill pass
+/// replayed over what it chose (`chosen`, `seated` among them), so each row sees the row count
+/// and the page as the fill saw them when it read that row.
+pub fn dropped(
+    order: &mut Order,
+    lead: Option<Place>,
+    cut: &Cut,
+    (chosen, seated): (&[Place], &HashSet<(usize, usize)>),
+    max: usize,
+) -> Vec<(Place, Cutoff)> {
+    let cap = cut.rows.unwrap_or(usize::MAX);
+    let cost = |order: &Order, place: Place| cut.budget.map_or(0, |_| row_cost(order.hit(place)));
+    let mut left = cut.budget.unwrap_or(usize::MAX);
+    let mut count = 0;
+    for &place in chosen {
+        if seated.contains(&(place.list, place.rank)) {
+            left = left.saturating_sub(cost(order, place));
+            count += 1;
+        }
+    }
+    let filled: HashSet<(usize, usize)> = chosen.iter().map(|p| (p.list, p.rank)).collect();
+    let mut out = Vec::new();
+    let mut walk = Walk::new(lead);
+    while out.len() < max {
+        let Some(place) = walk.next(order) else { break };
+        let key = (place.list, place.rank);
+        if seated.contains(&key) {
+            continue;
+        }
+        if filled.contains(&key) {
+            left = left.saturating_sub(cost(order, place));
+            count += 1;
+            continue;
+        }
+        let why = if count >= cap {
+            Cutoff::Rows { cap }
+        } else {
+            Cutoff::Page {
+                cost: cost(order, place),
+                left,
+            }
+        };
+        out.push((place, why));
+    }
+    out
 }
 
 /// What the two passes of [`choose`] share: the rows taken so far, the seats' rows among them,
@@ -112,7 +179,7 @@ struct Picks {
     /// (reading position, place) of every row taken.
     chosen: Vec<(usize, Place)>,
     /// The (list, rank) of every row the seats took, so the fill does not take it again.
-    taken: std::collections::HashSet<(usize, usize)>,
+    taken: HashSet<(usize, usize)>,
 }
 
 impl Picks {
@@ -133,7 +200,7 @@ impl Picks {
             cheapest,
             left: budget.unwrap_or(usize::MAX),
             chosen: Vec::new(),
-            taken: std::collections::HashSet::new(),
+            taken: HashSet::new(),
         }
     }
 

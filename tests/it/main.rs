@@ -3,6 +3,7 @@
 
 mod support;
 
+mod aim;
 mod bounds;
 mod cli;
 mod docs;

@@ -4,13 +4,11 @@
 use crate::support::mcp::*;
 use crate::support::process::{command, run, write_config};
 use crate::support::*;
-use rmcp::ServiceExt;
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 /// `yaml` with `knobs` (lines under `federation:`) added.
-fn with_knobs(yaml: String, knobs: &str) -> String {
+pub(crate) fn with_knobs(yaml: String, knobs: &str) -> String {
     let knobs: String = knobs
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -21,13 +19,13 @@ fn with_knobs(yaml: String, knobs: &str) -> String {
 
 /// A SerenMemory-shaped hit: a long-tier core with satellites and a superseded core, or a plain
 /// memory, with the topic given.
-fn memory_hit(id: &str, topic: &str, surroundings: Option<Value>) -> Value {
+pub(crate) fn memory_hit(id: &str, topic: &str, surroundings: Option<Value>) -> Value {
     json!({"id": id, "content": format!("memory {id}"), "tier": "long", "topic": topic,
            "score": 0.6, "raw_distance": 0.4, "metadata": {"source": "user"},
            "surroundings": surroundings, "matched_via": null})
 }
 
-fn core_surroundings() -> Value {
+pub(crate) fn core_surroundings() -> Value {
     json!({"satellites": 2, "latest_satellite_at": "2025-10-19", "supersedes": "old1",
            "superseded_by": null,
            "recent": [{"id": "s2", "content": "episode two", "created_at": "2025-10-19"},
@@ -36,7 +34,7 @@ fn core_surroundings() -> Value {
 }
 
 /// A memory store answering `/search` with a core and a plain hit, and `/by_topic` with `topic`.
-async fn memory_store(topic: Behaviour) -> StubStore {
+pub(crate) async fn memory_store(topic: Behaviour) -> StubStore {
     StubStore::start(Behaviour::Paths(vec![
         (
             "/search",
@@ -50,7 +48,7 @@ async fn memory_store(topic: Behaviour) -> StubStore {
     .await
 }
 
-fn topic_hits() -> Behaviour {
+pub(crate) fn topic_hits() -> Behaviour {
     Behaviour::Json(json!({"topics": [], "hits": [
         {"id": "t1", "content": "topic one", "tier": "near", "topic": "cuda", "matched_topics": ["cuda"], "overlap": 1, "metadata": {}},
         {"id": "t2", "content": "topic two", "tier": "near", "topic": "backup", "matched_topics": ["backup"], "overlap": 1, "metadata": {}},
@@ -78,7 +76,7 @@ fn sources(answer: &Value) -> Vec<String> {
         .collect()
 }
 
-const EDGES_ON: &str =
+pub(crate) const EDGES_ON: &str =
     "satellite_edges_enabled: true\nsatellite_budget: 10\nedges_enabled: true\nedge_budget: 2\n";
 
 // test_budget.py: test_search_route_takes_a_budget_and_reports_the_cost,
@@ -323,7 +321,7 @@ async fn a_failing_or_hanging_by_topic_never_fails_the_search() {
     }
 }
 
-fn memories(ids: &[(&str, &str)]) -> Value {
+pub(crate) fn memories(ids: &[(&str, &str)]) -> Value {
     Value::Array(
         ids.iter()
             .enumerate()
@@ -480,7 +478,7 @@ async fn pages_and_compact_text(client: &Client) {
     );
 }
 
-async fn edge_stores() -> (StubStore, StubStore, String) {
+pub(crate) async fn edge_stores() -> (StubStore, StubStore, String) {
     let memory = memory_store(topic_hits()).await;
     let loci = StubStore::hits(loci_hits(&[("l1", 0.9)])).await;
     let yaml = with_knobs(
@@ -519,19 +517,7 @@ async fn mcp_over_stdio_takes_a_page_and_the_configs_format() {
         dir.path(),
         &format!("server:\n  mcp_format: compact\n{yaml}"),
     );
-    let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_seren-corpus-callosum"))
-        .configure(|c| {
-            c.arg("stdio")
-                .arg("-c")
-                .arg(&config_path)
-                .env_clear()
-                .env("HOME", dir.path());
-        });
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let client = ().serve(transport).await.unwrap();
+    let client = stdio_client(&config_path, dir.path()).await;
     // The config's default is compact; a call may still ask for JSON.
     let (_, text) = compact_text(&call(&client, "search", json!({"query": "q"})).await);
     assert!(text.starts_with("8 hits for \"q\""), "{text}");

@@ -155,6 +155,24 @@ async def exercise(client: Client, case: str, mode: str) -> str:
     limited = structured(await client.call_tool("search", {"query": QUERY, "n_results": 2}), "search n_results=2")
     check(len(limited.get("hits") or []) == 2, f"n_results=2 gave {len(limited.get('hits') or [])} hits")
 
+    # An explained, aimed answer is valid against the same output schema (the SDK checks it).
+    aimed = structured(
+        await client.call_tool("search", {"query": QUERY, "n_results": 2, "stores": ["facts"], "explain": True}),
+        "search stores=[facts] explain=true",
+    )
+    check({h.get("store") for h in aimed.get("hits") or []} == {"facts"}, f"stores=[facts] gave {aimed.get('hits')}")
+    for hit in aimed.get("hits") or []:
+        why = hit.get("explain") or {}
+        expected = why.get("weight", 0) / (why.get("k", 0) + why.get("store_rank", 0))
+        check(why.get("contribution") == hit.get("score") and abs(expected - hit["score"]) < 1e-12,
+              f"explain does not agree with the score: {hit}")
+    check(isinstance(aimed.get("explain_dropped"), list), f"no explain_dropped: {aimed}")
+    unknown = await client.call_tool("search", {"query": QUERY, "stores": ["nope"]})
+    check(unknown.is_error is True and "no store is named 'nope'" in error_text(unknown),
+          f"stores=[nope] says {error_text(unknown)!r}")
+    check("facts (seren_loci): sample facts about the Xavier" in (tools["search"].description or ""),
+          "the search tool does not name the stores it can be aimed at")
+
     stores = structured(await client.call_tool("list_stores", {}), "list_stores")
     names = {s.get("name") for s in stores.get("stores") or []}
     check(SAMPLE_STORES <= names, f"list_stores shows {sorted(names)}")

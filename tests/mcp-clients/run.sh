@@ -138,7 +138,7 @@ cat >"$config" <<EOF
 federation:
   stores:
     - {name: episodic, type: seren_memory, url: $episodic_url}
-    - {name: facts, type: seren_loci, url: $facts_url}
+    - {name: facts, type: seren_loci, url: $facts_url, description: "sample facts about the Xavier"}
 EOF
 
 token="mcp-clients-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"

@@ -356,13 +356,16 @@ async fn send(url: &str, curl: &transcript::Curl) -> (u16, String) {
 async fn http_examples(examples: &mut Examples) {
     for name in [
         "http-search",
+        "http-explain",
         "http-stores",
         "http-add-remove",
         "http-configure",
     ] {
         let block = examples.take(name);
         let answer_block = match name {
-            "http-search" | "http-stores" => Some(examples.take(&format!("{name}-answer"))),
+            "http-search" | "http-explain" | "http-stores" => {
+                Some(examples.take(&format!("{name}-answer")))
+            }
             _ => None,
         };
         let dir = tempfile::tempdir().unwrap();

@@ -68,3 +68,22 @@ pub async fn http_client(url: &str, token: Option<&str>) -> Result<Client, Strin
         .await
         .map_err(|e| e.to_string())
 }
+
+/// rmcp's client on the real binary's `stdio`, with the config at `config`, a clean environment
+/// and `home` as `HOME`; the server's stderr is dropped.
+pub async fn stdio_client(config: &str, home: &std::path::Path) -> Client {
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_seren-corpus-callosum"))
+        .configure(|c| {
+            c.arg("stdio")
+                .arg("-c")
+                .arg(config)
+                .env_clear()
+                .env("HOME", home);
+        });
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    ().serve(transport).await.unwrap()
+}
