@@ -7,6 +7,10 @@
 // target/e2e-screenshots/. Run through tests/e2e/run.sh, which takes the binary from $SCC_BIN.
 //
 // No sleeps: every wait is on a selector, a response, or a process line, with a bounded timeout.
+//
+// SCC_VIEWER_FROM_DISK=1 tests viewer/index.html as it is on disk against a binary built before its
+// last edit: the browser's GET /viewer still goes to the binary, and its answer (status and headers,
+// the Content-Security-Policy included) comes back with the page from disk as its body.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -42,12 +46,16 @@ mkdirSync(SHOTS, { recursive: true });
 // The page is compiled into the binary (include_str!), so a binary built before the last edit of
 // viewer/index.html serves the old page: say so once, plainly, rather than fail on a missing field.
 const VIEWER_FILE = path.join(ROOT, 'viewer', 'index.html');
+const FROM_DISK = process.env.SCC_VIEWER_FROM_DISK === '1';
 let viewerChecked = null;
 function checkViewerIsFresh(base) {
   viewerChecked ??= fetch(`${base}/viewer`).then(async (response) => {
     const served = await response.text();
     assert.equal(response.status, 200, `GET /viewer answered ${response.status}`);
-    if (served !== readFileSync(VIEWER_FILE, 'utf8')) {
+    if (served === readFileSync(VIEWER_FILE, 'utf8')) return;
+    if (FROM_DISK) {
+      process.stderr.write(`e2e: ${BIN} serves another viewer/index.html; SCC_VIEWER_FROM_DISK=1, so the browser gets the one on disk\n`);
+    } else {
       throw new Error(`${BIN} serves another viewer/index.html than the one on disk: the binary was built before the page's last edit; rebuild it (cargo build)`);
     }
   });
@@ -149,13 +157,28 @@ after(async () => {
 });
 
 /**
+ * A fresh browser context; with SCC_VIEWER_FROM_DISK=1, its GET /viewer answers carry the page on disk.
+ */
+async function newContext(options) {
+  const context = await browser.newContext(options);
+  if (FROM_DISK) {
+    const page = readFileSync(VIEWER_FILE, 'utf8');
+    await context.route((url) => url.pathname === '/viewer' || url.pathname === '/viewer/', async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response, body: page });
+    });
+  }
+  return context;
+}
+
+/**
  * A fresh context and page that records every console error and page error. A failed HTTP call
  * shows up in Chromium's console as "Failed to load resource: ... status of N"; the test declares
  * each one it provokes on purpose with `page.expectHttpError(status, path)` (one call allows one such
  * line), and nothing else passes.
  */
 async function openPage(viewport = { width: 1280, height: 900 }) {
-  const context = await browser.newContext({ viewport, deviceScaleFactor: 1, reducedMotion: 'reduce' });
+  const context = await newContext({ viewport, deviceScaleFactor: 1, reducedMotion: 'reduce' });
   const page = await context.newPage();
   page.setDefaultTimeout(UI_MS);
   page.setDefaultNavigationTimeout(UI_MS);
@@ -994,6 +1017,8 @@ describe('A page on another origin cannot use the callosum', () => {
   test('no-cors fetch, text/plain form and cross-origin reads are refused; the viewer still works', { timeout: TEST_MS }, async () => {
     const before = await rosterNames(demo.url);
     const attacker = await serveAttacker(demo.url);
+    // A plain context: routing (SCC_VIEWER_FROM_DISK) would have Playwright answer CORS preflights
+    // itself, and the preflight is what this test watches. The viewer below is the binary's own.
     const context = await browser.newContext();
     try {
       const page = await context.newPage();
