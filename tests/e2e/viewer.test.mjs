@@ -229,6 +229,35 @@ async function search(page, query, n, budget) {
   return response.json();
 }
 
+/**
+ * The header pill after `answer`: "answered A/F" (A the stores that answered, F those fanned), green
+ * when every fanned store answered, else in the failing colour with each failed store and its reason
+ * in its title and in its text for a screen reader.
+ */
+async function checkAnsweredPill(page, answer) {
+  const answered = answer.stores_searched.length;
+  const fanned = answered + answer.failed.length;
+  const pill = page.locator('#pill');
+  await pill.locator('b', { hasText: `${answered}/${fanned}` }).waitFor();
+  const said = await pill.textContent();
+  assert.ok(said.startsWith(`answered ${answered}/${fanned}`), said);
+  const colour = await pill.locator('b').evaluate((node) => getComputedStyle(node).color);
+  const title = await pill.getAttribute('title');
+  if (answer.failed.length) {
+    assert.ok(await pill.evaluate((node) => node.classList.contains('bad')), await pill.getAttribute('class'));
+    assert.equal(colour, 'rgb(255, 107, 129)', 'the failing colour (--bad)');
+    for (const failed of answer.failed) {
+      assert.ok(title.includes(`${failed.name} failed: ${failed.reason}`), `the title names ${failed.name}: ${title}`);
+      assert.ok(said.includes(`${failed.name}`) && said.includes('failed'), `a screen reader hears ${failed.name} failed: ${said}`);
+    }
+  } else {
+    assert.ok(await pill.evaluate((node) => node.classList.contains('ok')), await pill.getAttribute('class'));
+    assert.equal(colour, 'rgb(95, 211, 154)', 'green (--ok)');
+    assert.doesNotMatch(title + said, /failed/);
+  }
+  for (const name of answer.stores_searched) assert.ok(title.includes(name), `the title names ${name}: ${title}`);
+}
+
 async function noHorizontalScroll(page) {
   const { scroll, client } = await page.evaluate(() => ({
     scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
@@ -259,6 +288,9 @@ describe('The Bridge against the demo (no token)', () => {
       const answer = await search(page, 'that CUDA thing on the Xavier', 10);
       const hits = page.locator('#hits li.hit');
       await hits.first().waitFor();
+      // The pill now says who answered: both, in green.
+      assert.deepEqual(answer.failed, []);
+      await checkAnsweredPill(page, answer);
       assert.equal(await hits.count(), answer.hits.length);
       assert.ok(answer.hits.length >= 2);
       const memoryBadge = page.locator('#hits .hit .badge.t-memory', { hasText: 'episodic' });
@@ -382,6 +414,9 @@ describe('The Bridge against the demo (no token)', () => {
       const reason = withDead.failed.find((f) => f.name === DEAD).reason;
       assert.ok(reason && failedText.includes(reason), `the reason is shown: ${failedText}`);
       assert.ok(await page.locator('#hits li.hit').count() > 0, 'the live stores still answer');
+      // The pill says two of the three answered, in the failing colour, naming the dead store.
+      assert.equal(withDead.stores_searched.length, 2);
+      await checkAnsweredPill(page, withDead);
       await shot(page, 'desktop-5-search-failed');
 
       // Remove it with ✕, after a confirm.
@@ -426,8 +461,9 @@ describe('The Bridge against the demo (no token)', () => {
     try {
       await page.goto(`${demo.url}/viewer/`); // the trailing-slash address works the same
       await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
-      await search(page, 'backup');
+      const answer = await search(page, 'backup');
       await page.locator('#hits li.hit').first().waitFor();
+      await checkAnsweredPill(page, answer);
       await noHorizontalScroll(page);
       await shot(page, 'narrow-1-search');
 
@@ -1141,6 +1177,9 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       const failed = answer.failed.find((f) => f.name === DOWN);
       assert.ok(failed && failed.reason, `the search names ${DOWN} as failed: ${JSON.stringify(answer.failed)}`);
       assert.ok(answer.hits.length > 0, 'the live stores still answer');
+      // The pill was 3/3 bound; now it says 2 of the 3 answered, in the failing colour, naming DOWN.
+      assert.equal(answer.stores_searched.length, 2);
+      await checkAnsweredPill(page, answer);
 
       // By keyboard: Overview, then ArrowRight to Health; it reads GET /health/stores at once.
       await page.getByRole('tab', { name: 'Overview' }).click();
@@ -1396,6 +1435,13 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
         const box = await page.getByRole('tab', { name }).boundingBox();
         assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `the ${name} tab is on screen: ${JSON.stringify(box)}`);
       }
+      // After a search the pill says who answered, and fits.
+      const answer = await search(page, CUDA, 10);
+      await checkAnsweredPill(page, answer);
+      const pillBox = await page.locator('#pill').boundingBox();
+      assert.ok(pillBox.x >= 0 && pillBox.x + pillBox.width <= 390, `the pill is on screen: ${JSON.stringify(pillBox)}`);
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-8-search-pill');
       await page.getByRole('tab', { name: 'Health' }).click();
       await page.locator(`#health-list li[data-store="${DOWN}"]`).waitFor();
       await noHorizontalScroll(page);
