@@ -1154,6 +1154,17 @@ async function setVisibility(page, hidden) {
 
 const DOWN = 'down';
 
+/** Scrolled to the very bottom, the last knob row is wholly between the sticky header and the Apply bar. */
+async function lastKnobRowClearOfBar(page) {
+  await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+  await page.waitForFunction(() => Math.ceil(window.scrollY + window.innerHeight) >= document.documentElement.scrollHeight);
+  const row = await page.locator('#knobs-form tr[data-knob]').last().boundingBox();
+  const bar = await page.locator('#knobs-form .apply-bar').boundingBox();
+  const header = await page.locator('header.top').boundingBox();
+  assert.ok(row.y + row.height <= bar.y, `the last knob row (${row.y}..${row.y + row.height}) ends above the Apply bar (from ${bar.y})`);
+  assert.ok(row.y >= header.y + header.height, `the last knob row (from ${row.y}) is below the header (to ${header.y + header.height})`);
+}
+
 describe('The Bridge shows health and turns knobs (a demo with a failing store)', () => {
   let demo;
   before(async () => {
@@ -1300,6 +1311,9 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
         if (typeof knob.live === 'boolean') {
           assert.equal(await input.getAttribute('type'), 'checkbox', knob.key);
           assert.equal(await input.isChecked(), knob.live, knob.key);
+        } else if (knob.key === 'fusion_mode') {
+          assert.equal(await input.evaluate((node) => node.tagName), 'SELECT', `${knob.key} is a list to pick from`);
+          assert.equal(await input.inputValue(), knob.live, knob.key);
         } else if (typeof knob.live === 'string') {
           assert.equal(await input.getAttribute('type'), 'text', knob.key);
           assert.equal(await input.inputValue(), knob.live, knob.key);
@@ -1308,6 +1322,21 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
           assert.equal(await input.inputValue(), knob.live === null ? '' : String(knob.live), knob.key);
         }
       }
+      // fusion_mode takes a fixed set of values (rrf alone, here): a select of them, by keyboard too.
+      const fusion = knobs.federation.find((knob) => knob.key === 'fusion_mode');
+      assert.ok(fusion && fusion.runtime_settable, 'fusion_mode is a live knob');
+      const fusionSelect = page.getByRole('combobox', { name: 'fusion_mode', exact: true });
+      assert.deepEqual(await fusionSelect.locator('option').evaluateAll((options) => options.map((o) => o.value)),
+        fusion.choices ?? fusion.values ?? fusion.allowed ?? fusion.enum ?? ['rrf']);
+      assert.equal(await fusionSelect.inputValue(), 'rrf');
+      await fusionSelect.focus();
+      await page.keyboard.press('ArrowDown');
+      assert.equal(await fusionSelect.inputValue(), 'rrf');
+      await fusionSelect.selectOption('rrf');
+      await page.locator('#knobs-dirty', { hasText: 'no changes' }).waitFor();
+      assert.equal(await page.locator('#knobs-federation tr[data-knob="fusion_mode"] input').count(), 0,
+        'no text box for fusion_mode');
+
       const k = knobs.federation.find((knob) => knob.key === 'k');
       assert.ok(k && k.runtime_settable, 'k is a live knob');
       const kInput = page.getByLabel('k', { exact: true });
@@ -1463,8 +1492,29 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       const weight = page.getByLabel('facts weight', { exact: true });
       await weight.waitFor({ state: 'visible' });
       assert.ok((await weight.boundingBox()).width >= 60, 'the weight field is wide enough to type in');
+      // fusion_mode is a select, on screen.
+      const fusion = page.getByRole('combobox', { name: 'fusion_mode', exact: true });
+      const fusionBox = await fusion.boundingBox();
+      assert.ok(fusionBox.width >= 60 && fusionBox.x >= 0 && fusionBox.x + fusionBox.width <= 390, JSON.stringify(fusionBox));
       await noHorizontalScroll(page);
       await shot(page, 'narrow-9-knobs');
+
+      // Scrolled to the bottom, the last knob row is clear of the sticky Apply bar, also once a
+      // refusal has made the bar taller; and a field's scroll margin is the bar's height.
+      await lastKnobRowClearOfBar(page);
+      await shot(page, 'narrow-9-knobs-bottom');
+      const floor = page.getByLabel(`${DOWN} floor`, { exact: true });
+      await floor.fill('7');
+      page.expectHttpError(422, '/configure');
+      const refused = waitForApi(page, 'POST', '/configure');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      assert.equal((await refused).status(), 422);
+      await page.locator('#knobs-error:not(:empty)').waitFor();
+      const barHeight = (await page.locator('#knobs-form .apply-bar').boundingBox()).height;
+      await page.waitForFunction((height) => getComputedStyle(document.querySelector('#knobs-form input')).scrollMarginBottom === `${Math.ceil(height) + 20}px`, barHeight);
+      await lastKnobRowClearOfBar(page);
+      await shot(page, 'narrow-9-knobs-bottom-refused');
+      await page.getByRole('button', { name: 'Reset' }).click();
       page.assertClean();
     } finally {
       await context.close();
