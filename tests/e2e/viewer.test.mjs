@@ -240,7 +240,8 @@ async function checkAnsweredPill(page, answer) {
   const pill = page.locator('#pill');
   await pill.locator('b', { hasText: `${answered}/${fanned}` }).waitFor();
   const said = await pill.textContent();
-  assert.ok(said.startsWith(`answered ${answered}/${fanned}`), said);
+  const failedNames = answer.failed.map((failed) => failed.name).join(', ');
+  assert.equal(said, `answered ${answered}/${fanned}` + (answer.failed.length ? ` \u2014 ${failedNames} failed` : ''));
   const colour = await pill.locator('b').evaluate((node) => getComputedStyle(node).color);
   const title = await pill.getAttribute('title');
   if (answer.failed.length) {
