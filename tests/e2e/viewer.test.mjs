@@ -628,7 +628,9 @@ describe('The Bridge shows the packet (a demo with a quota, authority and edges)
       // ---- A search with a budget of 800: the request carries it, the answer keeps to it.
       const sent = page.waitForRequest((request) => request.method() === 'POST' && new URL(request.url()).pathname === '/search');
       const answer = await search(page, 'cuda xavier', undefined, 800);
-      assert.equal((await sent).postDataJSON().budget_tokens, 800);
+      const sentBody = (await sent).postDataJSON();
+      assert.equal(sentBody.budget_tokens, 800);
+      assert.equal('stores' in sentBody, false, 'every store is searched: no filter is sent');
       assert.equal(answer.budget_tokens, 800);
       assert.equal(typeof answer.tokens, 'number');
       assert.ok(answer.tokens >= 1 && answer.tokens <= 800, `the packet costs ${answer.tokens} tokens, over its budget of 800`);
@@ -1516,6 +1518,158 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       await lastKnobRowClearOfBar(page);
       await shot(page, 'narrow-9-knobs-bottom-refused');
       await page.getByRole('button', { name: 'Reset' }).click();
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+// ---- the store filter ----------------------------------------------------------------------------
+
+const WHY_CONFIG = PACKET_CONFIG;
+
+/** The chips of the store filter, as [name, pressed] pairs. */
+async function chipStates(page) {
+  return page.locator('#chips .chip').evaluateAll((chips) => chips.map((chip) => [chip.dataset.store, chip.getAttribute('aria-pressed')]));
+}
+
+/** Submits the search form as it stands and resolves to the request's body and the answer. */
+async function searchAsIs(page, query) {
+  await page.getByLabel('Query', { exact: true }).fill(query);
+  const sent = page.waitForRequest((request) => request.method() === 'POST' && new URL(request.url()).pathname === '/search');
+  const answered = waitForApi(page, 'POST', '/search');
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  const body = (await sent).postDataJSON();
+  const response = await answered;
+  assert.equal(response.status(), 200, `POST /search answered ${response.status()}: ${await response.text()}`);
+  await page.locator('#search-status .fanned').waitFor();
+  return { body, answer: await response.json() };
+}
+
+describe('The Bridge searches the stores chosen (the store filter)', () => {
+  let demo;
+  let dir;
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'scc-e2e-why-'));
+    const config = path.join(dir, 'why.yaml');
+    writeFileSync(config, WHY_CONFIG);
+    demo = await startDemo({}, ['-c', config]);
+  });
+  after(async () => {
+    if (demo) await demo.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const [label, viewport, tag] of [['desktop (1280 px)', { width: 1280, height: 800 }, 'desktop'], ['phone (390 px)', { width: 390, height: 844 }, 'narrow']]) {
+    test(`${label}: chips restrict the search to the stores chosen; with none chosen, Search is off and says why`, { timeout: TEST_MS }, async () => {
+      const roster = await getJson(demo.url, '/stores');
+      const active = roster.stores.filter((store) => store.status === 'active');
+      assert.deepEqual(active.map((store) => store.name), ['episodic', 'facts']);
+      const { context, page } = await openPage(viewport);
+      try {
+        await page.goto(`${demo.url}/viewer`);
+        await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+        // One chip per active store, all pressed, each titled with its store's description.
+        const group = page.getByRole('group', { name: 'Stores' });
+        await group.waitFor();
+        assert.deepEqual(await chipStates(page), [['episodic', 'true'], ['facts', 'true']]);
+        for (const store of active) {
+          const chip = group.getByRole('button', { name: store.name, exact: true });
+          if (store.description) assert.equal(await chip.getAttribute('title'), store.description);
+          else assert.ok((await chip.getAttribute('title')).includes(store.name));
+        }
+        assert.ok(await page.getByRole('button', { name: 'all', exact: true }).isDisabled(), '"all" is off while all are chosen');
+        await noHorizontalScroll(page);
+        await shot(page, `${tag}-19-chips`);
+
+        // facts off, by keyboard: only episodic is searched, and every hit is episodic's.
+        await group.getByRole('button', { name: 'facts', exact: true }).focus();
+        await page.keyboard.press('Space');
+        assert.deepEqual(await chipStates(page), [['episodic', 'true'], ['facts', 'false']]);
+        await page.locator('#filter-note', { hasText: 'Searching 1 of 2: episodic.' }).waitFor();
+        let { body, answer } = await searchAsIs(page, CUDA);
+        assert.deepEqual(body.stores, ['episodic']);
+        assert.equal('exclude_stores' in body, false);
+        assert.deepEqual(answer.stores_searched, ['episodic']);
+        assert.ok(answer.hits.length > 0);
+        for (const hit of answer.hits) assert.equal(hit.store, 'episodic', JSON.stringify(hit));
+        assert.equal(await page.locator('#hits li.hit').count(), answer.hits.length);
+        assert.equal(await page.locator('#hits li.hit:not([data-store="episodic"])').count(), 0);
+        await checkAnsweredPill(page, answer);
+        assert.ok((await page.locator('#pill').getAttribute('title')).includes('left out by the store filter: facts'));
+        await noHorizontalScroll(page);
+        await shot(page, `${tag}-20-chips-episodic`);
+
+        // The other way round, by mouse: facts alone.
+        await group.getByRole('button', { name: 'facts', exact: true }).click();
+        await group.getByRole('button', { name: 'episodic', exact: true }).click();
+        ({ body, answer } = await searchAsIs(page, CUDA));
+        assert.deepEqual(body.stores, ['facts']);
+        for (const hit of answer.hits) assert.equal(hit.store, 'facts', JSON.stringify(hit));
+        assert.equal(await page.locator('#hits li.hit:not([data-store="facts"])').count(), 0);
+
+        // None: Search is off, the page says why, and nothing is sent (not even by Enter).
+        await group.getByRole('button', { name: 'facts', exact: true }).click();
+        assert.deepEqual(await chipStates(page), [['episodic', 'false'], ['facts', 'false']]);
+        const searchButton = page.getByRole('button', { name: 'Search', exact: true });
+        assert.ok(await searchButton.isDisabled(), 'Search is off with no store chosen');
+        await page.locator('#filter-note', { hasText: 'No store is chosen' }).waitFor();
+        assert.equal(await searchButton.getAttribute('title'), 'Pick at least one store to search');
+        let sent = 0;
+        const count = (request) => { if (new URL(request.url()).pathname === '/search') sent += 1; };
+        page.on('request', count);
+        await page.getByLabel('Query', { exact: true }).press('Enter');
+        await noHorizontalScroll(page);
+        await shot(page, `${tag}-21-chips-none`);
+
+        // "all" chooses every store again: no filter is sent.
+        await page.getByRole('button', { name: 'all', exact: true }).click();
+        assert.deepEqual(await chipStates(page), [['episodic', 'true'], ['facts', 'true']]);
+        assert.equal(await searchButton.isDisabled(), false);
+        assert.equal(await page.locator('#filter-note').textContent(), '');
+        ({ body, answer } = await searchAsIs(page, CUDA));
+        page.off('request', count);
+        assert.equal(sent, 1, 'nothing was sent with no store chosen');
+        assert.equal('stores' in body, false, 'no `stores` when every store is chosen');
+        assert.deepEqual([...answer.stores_searched].sort(), ['episodic', 'facts']);
+        page.assertClean();
+      } finally {
+        await context.close();
+      }
+    });
+  }
+
+  test('a filtered store that has gone: the server\u2019s 400 words, and the chips are read again', { timeout: TEST_MS }, async () => {
+    const added = await fetch(`${demo.url}/stores`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'gone-soon', type: 'seren_loci', url: `http://127.0.0.1:${await closedPort()}`, description: 'a store about to be removed' }),
+    });
+    assert.equal(added.status, 200, await added.text());
+    const { context, page } = await openPage();
+    try {
+      await page.goto(`${demo.url}/viewer`);
+      const group = page.getByRole('group', { name: 'Stores' });
+      await group.getByRole('button', { name: 'gone-soon', exact: true }).waitFor();
+      assert.equal(await group.getByRole('button', { name: 'gone-soon', exact: true }).getAttribute('title'), 'a store about to be removed');
+      await group.getByRole('button', { name: 'episodic', exact: true }).click();
+      await group.getByRole('button', { name: 'facts', exact: true }).click();
+      const removed = await fetch(`${demo.url}/stores/gone-soon`, { method: 'DELETE' });
+      assert.equal(removed.status, 200, await removed.text());
+      page.expectHttpError(400, '/search');
+      await page.getByLabel('Query', { exact: true }).fill(CUDA);
+      const refused = waitForApi(page, 'POST', '/search');
+      const reread = waitForApi(page, 'GET', '/stores', 200);
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      const response = await refused;
+      assert.equal(response.status(), 400);
+      const { detail } = await response.json();
+      assert.ok(detail.includes('gone-soon'), detail);
+      await page.locator('#search-notices .notice.error', { hasText: detail }).waitFor();
+      await reread;
+      await group.getByRole('button', { name: 'gone-soon', exact: true }).waitFor({ state: 'detached' });
+      assert.deepEqual(await chipStates(page), [['episodic', 'false'], ['facts', 'false']]);
+      assert.ok(await page.getByRole('button', { name: 'Search', exact: true }).isDisabled());
       page.assertClean();
     } finally {
       await context.close();
