@@ -630,13 +630,17 @@ describe('The Bridge shows the packet (a demo with a quota, authority and edges)
       const answer = await search(page, 'cuda xavier', undefined, 800);
       const sentBody = (await sent).postDataJSON();
       assert.equal(sentBody.budget_tokens, 800);
+      assert.equal(sentBody.explain, true, 'the viewer always asks why');
       assert.equal('stores' in sentBody, false, 'every store is searched: no filter is sent');
       assert.equal(answer.budget_tokens, 800);
       assert.equal(typeof answer.tokens, 'number');
       assert.ok(answer.tokens >= 1 && answer.tokens <= 800, `the packet costs ${answer.tokens} tokens, over its budget of 800`);
       assert.ok(answer.hits.length > 0);
       for (const hit of answer.hits) {
-        assert.deepEqual(Object.keys(hit).sort(), HIT_FIELDS, `a hit keeps its nine fields: ${JSON.stringify(hit)}`);
+        // Its nine fields, and the explain the viewer asked for (from a callosum that explains).
+        const { explain, ...fields } = hit;
+        assert.deepEqual(Object.keys(fields).sort(), HIT_FIELDS, `a hit keeps its nine fields: ${JSON.stringify(hit)}`);
+        assert.ok(explain === undefined || (explain && typeof explain === 'object'), JSON.stringify(hit));
         if (hit.score === 0) assert.ok(isEdge(hit), `a hit scored 0 is an edge: ${JSON.stringify(hit)}`);
       }
       assert.ok(answer.hits.some((hit) => ['satellite-edge', 'topic-edge'].includes(hit.metadata?.source)),
@@ -1525,9 +1529,17 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
   });
 });
 
-// ---- the store filter ----------------------------------------------------------------------------
+// ---- why: the store filter, each hit's explain, and the packet's order ------------------------------
 
+// The packet's shaping on (a quota, an authority margin, satellite and topic edges), so the explain
+// has steps to tell and a page of 3 leaves hits out.
 const WHY_CONFIG = PACKET_CONFIG;
+const WHY_N = 3;
+
+/** A number as the why panel writes it: to six figures (1, 0.5, 60). */
+function plainNumber(value) {
+  return typeof value === 'number' && Number.isFinite(value) ? String(Number(value.toPrecision(6))) : '—';
+}
 
 /** The chips of the store filter, as [name, pressed] pairs. */
 async function chipStates(page) {
@@ -1547,7 +1559,103 @@ async function searchAsIs(page, query) {
   return { body, answer: await response.json() };
 }
 
-describe('The Bridge searches the stores chosen (the store filter)', () => {
+/**
+ * Checks hit `index`'s why panel against its explain: the badge is a button that opens it (by
+ * keyboard), store rank, weight, floor and k as sent, the contribution as weight / (k + rank), each
+ * step's why, and the one-line why. Escape closes it and gives the focus back to the badge.
+ */
+async function checkWhyPanel(page, hit, index) {
+  const x = hit.explain;
+  assert.ok(x && typeof x === 'object', `hit ${index + 1} carries an explain: ${JSON.stringify(hit)}`);
+  const card = page.locator('#hits li.hit').nth(index);
+  const badge = card.getByRole('button', { name: new RegExp(`^${hit.store} — why`) });
+  assert.equal(await badge.textContent(), hit.store);
+  assert.equal(await badge.getAttribute('aria-expanded'), 'false');
+  const panel = card.locator('.why-panel');
+  assert.equal(await panel.isVisible(), false, 'closed until asked');
+  await badge.focus();
+  await page.keyboard.press('Enter');
+  await panel.waitFor({ state: 'visible' });
+  assert.equal(await badge.getAttribute('aria-expanded'), 'true');
+  assert.equal(await badge.getAttribute('aria-controls'), await panel.getAttribute('id'));
+  const cell = (key) => panel.locator(`dd[data-why="${key}"]`).textContent();
+  assert.equal(await cell('store_rank'), typeof x.store_rank === 'number' ? `#${x.store_rank}` : '—');
+  assert.equal(await cell('weight'), plainNumber(x.weight));
+  assert.equal(await cell('floor'), plainNumber(x.floor));
+  assert.equal(await cell('k'), plainNumber(x.k));
+  const contribution = await cell('contribution');
+  if (x.contribution === null) {
+    assert.ok(isEdge(hit), `only an edge has no contribution: ${JSON.stringify(hit)}`);
+    assert.match(contribution, /^none: an edge/);
+  } else {
+    const expected = x.weight / (x.k + x.store_rank);
+    assert.ok(Math.abs(x.contribution - expected) < 1e-9, `contribution ${x.contribution} is weight/(k+rank) = ${expected}`);
+    assert.equal(contribution, `${plainNumber(x.weight)} / (${plainNumber(x.k)} + ${plainNumber(x.store_rank)}) = ${Number(expected.toPrecision(4))}`);
+    if (!isEdge(hit) && hit.score !== null) assert.ok(Math.abs(hit.score - x.contribution) < 1e-9 || (x.steps ?? []).length > 0,
+      `a hit no step moved scores its contribution: ${JSON.stringify(hit)}`);
+  }
+  const text = await panel.innerText();
+  if (x.why) assert.equal(await panel.locator('[data-testid="why-summary"]').textContent(), x.why);
+  for (const step of x.steps ?? []) {
+    const item = panel.locator(`li[data-step="${step.step}"]`);
+    assert.ok(await item.count() >= 1, `the step ${step.step} is listed: ${text}`);
+    if (step.why) assert.ok(text.includes(step.why), `the step's why is shown: ${step.why} in ${text}`);
+  }
+  assert.doesNotMatch(text, /undefined|NaN|\[object/);
+  await page.keyboard.press('Escape');
+  await panel.waitFor({ state: 'hidden' });
+  assert.equal(await badge.getAttribute('aria-expanded'), 'false');
+  assert.ok(await badge.evaluate((node) => node === document.activeElement), 'Escape gives the focus back to the badge');
+}
+
+/** Opens "Why this order" and checks it: the packet in order with each hit's why, then explain_dropped. */
+async function checkWhyOrder(page, answer) {
+  const toggle = page.getByRole('button', { name: 'Why this order' });
+  await toggle.waitFor();
+  if (await toggle.getAttribute('aria-expanded') !== 'true') await toggle.click();
+  assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
+  const box = page.locator('#why-order');
+  await box.waitFor({ state: 'visible' });
+  assert.equal(await page.getByRole('region', { name: 'Why this order' }).count(), 1, 'a region named Why this order');
+  const items = box.locator('[data-testid="why-order-hits"] > li');
+  assert.equal(await items.count(), answer.hits.length);
+  for (const [index, hit] of answer.hits.entries()) {
+    const item = items.nth(index);
+    assert.equal(await item.getAttribute('data-store'), hit.store);
+    const said = await item.innerText();
+    assert.ok(said.includes(String(hit.id)), `${said} names ${hit.id}`);
+    assert.ok(hit.explain?.why && said.includes(hit.explain.why), `${said} says why: ${hit.explain?.why}`);
+  }
+  assert.ok(Array.isArray(answer.explain_dropped), `the answer lists what it left out: ${Object.keys(answer)}`);
+  assert.ok(answer.explain_dropped.length > 0, `a page of ${WHY_N} leaves hits out`);
+  const dropped = box.locator('[data-testid="why-dropped"] > li');
+  assert.equal(await dropped.count(), answer.explain_dropped.length);
+  for (const [index, item] of answer.explain_dropped.entries()) {
+    const said = await dropped.nth(index).innerText();
+    assert.equal(await dropped.nth(index).getAttribute('data-store'), item.store);
+    for (const part of [String(item.id), `#${item.store_rank}`, item.why]) assert.ok(said.includes(part), `${said} has ${part}`);
+  }
+  assert.doesNotMatch(await box.innerText(), /undefined|NaN|\[object|not explained/);
+  return box;
+}
+
+/** No two of `selector`'s boxes overlap (each a visible element). */
+async function noOverlaps(page, selector) {
+  const boxes = await page.locator(selector).evaluateAll((nodes) => nodes.filter((n) => n.offsetParent !== null).map((n) => {
+    const r = n.getBoundingClientRect();
+    return { name: n.dataset.store || n.id || n.className, x: r.x, y: r.y, w: r.width, h: r.height };
+  }));
+  for (let i = 0; i < boxes.length; i += 1) {
+    for (let j = i + 1; j < boxes.length; j += 1) {
+      const a = boxes[i];
+      const b = boxes[j];
+      const apart = a.x + a.w <= b.x + 0.5 || b.x + b.w <= a.x + 0.5 || a.y + a.h <= b.y + 0.5 || b.y + b.h <= a.y + 0.5;
+      assert.ok(apart, `${selector}: ${JSON.stringify(a)} overlaps ${JSON.stringify(b)}`);
+    }
+  }
+}
+
+describe('The Bridge says why: the store filter, each hit\u2019s explain, the packet\u2019s order', () => {
   let demo;
   let dir;
   before(async () => {
@@ -1590,6 +1698,7 @@ describe('The Bridge searches the stores chosen (the store filter)', () => {
         await page.locator('#filter-note', { hasText: 'Searching 1 of 2: episodic.' }).waitFor();
         let { body, answer } = await searchAsIs(page, CUDA);
         assert.deepEqual(body.stores, ['episodic']);
+        assert.equal(body.explain, true);
         assert.equal('exclude_stores' in body, false);
         assert.deepEqual(answer.stores_searched, ['episodic']);
         assert.ok(answer.hits.length > 0);
@@ -1633,6 +1742,49 @@ describe('The Bridge searches the stores chosen (the store filter)', () => {
         assert.equal(sent, 1, 'nothing was sent with no store chosen');
         assert.equal('stores' in body, false, 'no `stores` when every store is chosen');
         assert.deepEqual([...answer.stores_searched].sort(), ['episodic', 'facts']);
+        page.assertClean();
+      } finally {
+        await context.close();
+      }
+    });
+
+    test(`${label}: each hit's badge opens its why (contribution = weight / (k + rank)); "Why this order" lists the packet and what was left out`, { timeout: TEST_MS }, async () => {
+      const { context, page } = await openPage(viewport);
+      try {
+        await page.goto(`${demo.url}/viewer`);
+        await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+        await page.locator('#chips .chip').first().waitFor();
+        const answer = await search(page, CUDA, WHY_N);
+        assert.ok(answer.hits.length >= WHY_N, `a packet of ${WHY_N} ranked hits (and its edges): ${answer.hits.length}`);
+        assert.ok(answer.hits.every((hit) => hit.explain && typeof hit.explain === 'object'),
+          `explain: true gives every hit an explain (a callosum that predates explain gives none): ${JSON.stringify(answer.hits[0])}`);
+        for (const [index, hit] of answer.hits.entries()) await checkWhyPanel(page, hit, index);
+
+        // The first one open, for the picture; then by mouse, a second click closes it.
+        const badge = page.locator('#hits li.hit').first().locator('button.badge');
+        await badge.click();
+        await page.locator('#hits li.hit').first().locator('.why-panel').waitFor({ state: 'visible' });
+        await noHorizontalScroll(page);
+        await noOverlaps(page, '#hits li.hit:first-child .hit-head > *');
+        await noOverlaps(page, '#hits li.hit:first-child .why-panel dl > *');
+        await shot(page, `${tag}-22-why`);
+        await badge.click();
+        await page.locator('#hits li.hit').first().locator('.why-panel').waitFor({ state: 'hidden' });
+
+        // "Why this order": closed until asked; then the packet with each why, and what was left out.
+        assert.equal(await page.locator('#why-order').isVisible(), false);
+        const box = await checkWhyOrder(page, answer);
+        await noHorizontalScroll(page);
+        await noOverlaps(page, '#why-order [data-testid="why-order-hits"] > li');
+        await noOverlaps(page, '#why-order [data-testid="why-dropped"] > li');
+        await box.scrollIntoViewIfNeeded();
+        await shot(page, `${tag}-23-why-order`);
+        // It stays open for the next search, and tells that one's order.
+        const again = await search(page, 'jetpack backup', WHY_N);
+        assert.ok(await page.locator('#why-order').isVisible(), '"Why this order" stays open');
+        await checkWhyOrder(page, again);
+        // Server text stays text.
+        assert.equal(await page.locator('#panel-search img, #why-order b, .why-panel b').count(), 0);
         page.assertClean();
       } finally {
         await context.close();
