@@ -203,9 +203,14 @@ async function openPage(viewport = { width: 1280, height: 900 }) {
   return { context, page };
 }
 
-async function shot(page, name) {
+async function shot(page, name, { fromTop = true } = {}) {
   await page.evaluate(() => document.fonts && document.fonts.ready);
+  // From the top: a full-page picture taken scrolled down paints the sticky header where the
+  // window was, over the content, as if it overlapped it. The scroll is put back after. A picture
+  // of the Knobs tab (its sticky Apply bar) is taken as scrolled (fromTop: false).
+  const scrolled = await page.evaluate((top) => { const y = window.scrollY; if (top) window.scrollTo(0, 0); return y; }, fromTop);
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true, animations: 'disabled', caret: 'hide' });
+  await page.evaluate((y) => window.scrollTo(0, y), scrolled);
 }
 
 function waitForApi(page, method, apiPath, status) {
@@ -1380,7 +1385,7 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       assert.equal(await weight.inputValue(), String(weightKnob.live));
       assert.equal(await page.getByLabel(`${other} floor`, { exact: true }).inputValue(),
         String(storeKnobs.knobs.find((knob) => knob.key === 'floor').live));
-      await shot(page, 'desktop-16-knobs');
+      await shot(page, 'desktop-16-knobs', { fromTop: false });
 
       // ---- Raise the other store's weight to 5: Apply sends only that, then reads the knobs again.
       await weight.fill('5');
@@ -1407,7 +1412,7 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       assert.equal(await weight.inputValue(), '5');
       assert.equal(await page.locator(`#knobs-stores [data-store="${other}"] tr[data-knob="weight"] td`).nth(1).textContent(), yamlText(weightKnob.yaml));
       await page.locator('#knobs-dirty', { hasText: 'no changes' }).waitFor();
-      await shot(page, 'desktop-17-knobs-applied');
+      await shot(page, 'desktop-17-knobs-applied', { fromTop: false });
 
       // The same search: the other store's hit leads now.
       const afterApply = await search(page, CUDA, 10);
@@ -1430,7 +1435,7 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       assert.equal(await page.locator('#knobs-error').textContent(), detail);
       assert.equal(await kInput.inputValue(), '0', 'the refused edit stays, to be fixed');
       await page.locator('#knobs-dirty', { hasText: '1 unapplied change' }).waitFor();
-      await shot(page, 'desktop-18-knobs-refused');
+      await shot(page, 'desktop-18-knobs-refused', { fromTop: false });
 
       // Reset puts the live value back; a weight of -1 is refused the same way.
       await page.getByRole('button', { name: 'Reset' }).click();
@@ -1504,12 +1509,12 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       const fusionBox = await fusion.boundingBox();
       assert.ok(fusionBox.width >= 60 && fusionBox.x >= 0 && fusionBox.x + fusionBox.width <= 390, JSON.stringify(fusionBox));
       await noHorizontalScroll(page);
-      await shot(page, 'narrow-9-knobs');
+      await shot(page, 'narrow-9-knobs', { fromTop: false });
 
       // Scrolled to the bottom, the last knob row is clear of the sticky Apply bar, also once a
       // refusal has made the bar taller; and a field's scroll margin is the bar's height.
       await lastKnobRowClearOfBar(page);
-      await shot(page, 'narrow-9-knobs-bottom');
+      await shot(page, 'narrow-9-knobs-bottom', { fromTop: false });
       const floor = page.getByLabel(`${DOWN} floor`, { exact: true });
       await floor.fill('7');
       page.expectHttpError(422, '/configure');
@@ -1520,7 +1525,7 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       const barHeight = (await page.locator('#knobs-form .apply-bar').boundingBox()).height;
       await page.waitForFunction((height) => getComputedStyle(document.querySelector('#knobs-form input')).scrollMarginBottom === `${Math.ceil(height) + 20}px`, barHeight);
       await lastKnobRowClearOfBar(page);
-      await shot(page, 'narrow-9-knobs-bottom-refused');
+      await shot(page, 'narrow-9-knobs-bottom-refused', { fromTop: false });
       await page.getByRole('button', { name: 'Reset' }).click();
       page.assertClean();
     } finally {
@@ -1783,6 +1788,34 @@ describe('The Bridge says why: the store filter, each hit\u2019s explain, the pa
         const again = await search(page, 'jetpack backup', WHY_N);
         assert.ok(await page.locator('#why-order').isVisible(), '"Why this order" stays open');
         await checkWhyOrder(page, again);
+
+        // A store weighted 5 crowds the other out of a page of 3: the quota's seat keeps one of the
+        // other's hits, and that hit's why says so (a `seat` step); the weight is in the arithmetic.
+        const configure = (weight) => fetch(`${demo.url}/configure`, {
+          method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ stores: [{ name: 'episodic', weight }] }),
+        });
+        const weighted = await configure(5);
+        assert.equal(weighted.status, 200, await weighted.text());
+        try {
+          const seated = await search(page, CUDA, WHY_N);
+          const kept = seated.hits.findIndex((hit) => (hit.explain?.steps ?? []).some((step) => step.step === 'seat'));
+          assert.ok(kept >= 0, `a hit kept by a seat: ${JSON.stringify(seated.hits.map((hit) => hit.explain))}`);
+          assert.equal(seated.hits[kept].store, 'facts');
+          await checkWhyPanel(page, seated.hits[kept], kept);
+          const top = seated.hits.findIndex((hit) => hit.store === 'episodic' && !isEdge(hit));
+          assert.equal(seated.hits[top].explain.weight, 5);
+          await checkWhyPanel(page, seated.hits[top], top);
+          await checkWhyOrder(page, seated);
+          const keptCard = page.locator('#hits li.hit').nth(kept);
+          await keptCard.locator('button.badge').click();
+          await keptCard.locator('.why-panel li[data-step="seat"]').waitFor();
+          await noHorizontalScroll(page);
+          await shot(page, `${tag}-24-why-seat`);
+        } finally {
+          const back = await configure(1);
+          assert.equal(back.status, 200, await back.text());
+        }
+
         // Server text stays text.
         assert.equal(await page.locator('#panel-search img, #why-order b, .why-panel b').count(), 0);
         page.assertClean();
