@@ -5,7 +5,9 @@
 # target/debug/seren-corpus-callosum, relative to the repo root). Needs Node.js >= 20 with npm, and
 # Chromium at $CHROMIUM_BIN (default /usr/bin/chromium, Debian's `chromium` package). Installs the
 # pinned npm dependencies with `npm ci` when node_modules is missing; never downloads a browser.
-# Screenshots go to target/e2e-screenshots/.
+# Screenshots go to target/e2e-screenshots/. SCC_VIEWER_FROM_DISK=1 has the browser get
+# viewer/index.html from disk (with the binary's own headers), to test an edit of the page against a
+# binary built before it; without it, such a binary fails the run.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

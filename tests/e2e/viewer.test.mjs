@@ -7,6 +7,10 @@
 // target/e2e-screenshots/. Run through tests/e2e/run.sh, which takes the binary from $SCC_BIN.
 //
 // No sleeps: every wait is on a selector, a response, or a process line, with a bounded timeout.
+//
+// SCC_VIEWER_FROM_DISK=1 tests viewer/index.html as it is on disk against a binary built before its
+// last edit: the browser's GET /viewer still goes to the binary, and its answer (status and headers,
+// the Content-Security-Policy included) comes back with the page from disk as its body.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -42,12 +46,16 @@ mkdirSync(SHOTS, { recursive: true });
 // The page is compiled into the binary (include_str!), so a binary built before the last edit of
 // viewer/index.html serves the old page: say so once, plainly, rather than fail on a missing field.
 const VIEWER_FILE = path.join(ROOT, 'viewer', 'index.html');
+const FROM_DISK = process.env.SCC_VIEWER_FROM_DISK === '1';
 let viewerChecked = null;
 function checkViewerIsFresh(base) {
   viewerChecked ??= fetch(`${base}/viewer`).then(async (response) => {
     const served = await response.text();
     assert.equal(response.status, 200, `GET /viewer answered ${response.status}`);
-    if (served !== readFileSync(VIEWER_FILE, 'utf8')) {
+    if (served === readFileSync(VIEWER_FILE, 'utf8')) return;
+    if (FROM_DISK) {
+      process.stderr.write(`e2e: ${BIN} serves another viewer/index.html; SCC_VIEWER_FROM_DISK=1, so the browser gets the one on disk\n`);
+    } else {
       throw new Error(`${BIN} serves another viewer/index.html than the one on disk: the binary was built before the page's last edit; rebuild it (cargo build)`);
     }
   });
@@ -149,13 +157,28 @@ after(async () => {
 });
 
 /**
+ * A fresh browser context; with SCC_VIEWER_FROM_DISK=1, its GET /viewer answers carry the page on disk.
+ */
+async function newContext(options) {
+  const context = await browser.newContext(options);
+  if (FROM_DISK) {
+    const page = readFileSync(VIEWER_FILE, 'utf8');
+    await context.route((url) => url.pathname === '/viewer' || url.pathname === '/viewer/', async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response, body: page });
+    });
+  }
+  return context;
+}
+
+/**
  * A fresh context and page that records every console error and page error. A failed HTTP call
  * shows up in Chromium's console as "Failed to load resource: ... status of N"; the test declares
  * each one it provokes on purpose with `page.expectHttpError(status, path)` (one call allows one such
  * line), and nothing else passes.
  */
 async function openPage(viewport = { width: 1280, height: 900 }) {
-  const context = await browser.newContext({ viewport, deviceScaleFactor: 1, reducedMotion: 'reduce' });
+  const context = await newContext({ viewport, deviceScaleFactor: 1, reducedMotion: 'reduce' });
   const page = await context.newPage();
   page.setDefaultTimeout(UI_MS);
   page.setDefaultNavigationTimeout(UI_MS);
@@ -180,9 +203,14 @@ async function openPage(viewport = { width: 1280, height: 900 }) {
   return { context, page };
 }
 
-async function shot(page, name) {
+async function shot(page, name, { fromTop = true } = {}) {
   await page.evaluate(() => document.fonts && document.fonts.ready);
+  // From the top: a full-page picture taken scrolled down paints the sticky header where the
+  // window was, over the content, as if it overlapped it. The scroll is put back after. A picture
+  // of the Knobs tab (its sticky Apply bar) is taken as scrolled (fromTop: false).
+  const scrolled = await page.evaluate((top) => { const y = window.scrollY; if (top) window.scrollTo(0, 0); return y; }, fromTop);
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true, animations: 'disabled', caret: 'hide' });
+  await page.evaluate((y) => window.scrollTo(0, y), scrolled);
 }
 
 function waitForApi(page, method, apiPath, status) {
@@ -204,6 +232,36 @@ async function search(page, query, n, budget) {
   assert.equal(response.status(), 200, `POST /search answered ${response.status()}`);
   await page.locator('#search-status .fanned').waitFor();
   return response.json();
+}
+
+/**
+ * The header pill after `answer`: "answered A/F" (A the stores that answered, F those fanned), green
+ * when every fanned store answered, else in the failing colour with each failed store and its reason
+ * in its title and in its text for a screen reader.
+ */
+async function checkAnsweredPill(page, answer) {
+  const answered = answer.stores_searched.length;
+  const fanned = answered + answer.failed.length;
+  const pill = page.locator('#pill');
+  await pill.locator('b', { hasText: `${answered}/${fanned}` }).waitFor();
+  const said = await pill.textContent();
+  const failedNames = answer.failed.map((failed) => failed.name).join(', ');
+  assert.equal(said, `answered ${answered}/${fanned}` + (answer.failed.length ? ` \u2014 ${failedNames} failed` : ''));
+  const colour = await pill.locator('b').evaluate((node) => getComputedStyle(node).color);
+  const title = await pill.getAttribute('title');
+  if (answer.failed.length) {
+    assert.ok(await pill.evaluate((node) => node.classList.contains('bad')), await pill.getAttribute('class'));
+    assert.equal(colour, 'rgb(255, 107, 129)', 'the failing colour (--bad)');
+    for (const failed of answer.failed) {
+      assert.ok(title.includes(`${failed.name} failed: ${failed.reason}`), `the title names ${failed.name}: ${title}`);
+      assert.ok(said.includes(`${failed.name}`) && said.includes('failed'), `a screen reader hears ${failed.name} failed: ${said}`);
+    }
+  } else {
+    assert.ok(await pill.evaluate((node) => node.classList.contains('ok')), await pill.getAttribute('class'));
+    assert.equal(colour, 'rgb(95, 211, 154)', 'green (--ok)');
+    assert.doesNotMatch(title + said, /failed/);
+  }
+  for (const name of answer.stores_searched) assert.ok(title.includes(name), `the title names ${name}: ${title}`);
 }
 
 async function noHorizontalScroll(page) {
@@ -236,6 +294,9 @@ describe('The Bridge against the demo (no token)', () => {
       const answer = await search(page, 'that CUDA thing on the Xavier', 10);
       const hits = page.locator('#hits li.hit');
       await hits.first().waitFor();
+      // The pill now says who answered: both, in green.
+      assert.deepEqual(answer.failed, []);
+      await checkAnsweredPill(page, answer);
       assert.equal(await hits.count(), answer.hits.length);
       assert.ok(answer.hits.length >= 2);
       const memoryBadge = page.locator('#hits .hit .badge.t-memory', { hasText: 'episodic' });
@@ -359,6 +420,9 @@ describe('The Bridge against the demo (no token)', () => {
       const reason = withDead.failed.find((f) => f.name === DEAD).reason;
       assert.ok(reason && failedText.includes(reason), `the reason is shown: ${failedText}`);
       assert.ok(await page.locator('#hits li.hit').count() > 0, 'the live stores still answer');
+      // The pill says two of the three answered, in the failing colour, naming the dead store.
+      assert.equal(withDead.stores_searched.length, 2);
+      await checkAnsweredPill(page, withDead);
       await shot(page, 'desktop-5-search-failed');
 
       // Remove it with ✕, after a confirm.
@@ -403,8 +467,9 @@ describe('The Bridge against the demo (no token)', () => {
     try {
       await page.goto(`${demo.url}/viewer/`); // the trailing-slash address works the same
       await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
-      await search(page, 'backup');
+      const answer = await search(page, 'backup');
       await page.locator('#hits li.hit').first().waitFor();
+      await checkAnsweredPill(page, answer);
       await noHorizontalScroll(page);
       await shot(page, 'narrow-1-search');
 
@@ -568,13 +633,19 @@ describe('The Bridge shows the packet (a demo with a quota, authority and edges)
       // ---- A search with a budget of 800: the request carries it, the answer keeps to it.
       const sent = page.waitForRequest((request) => request.method() === 'POST' && new URL(request.url()).pathname === '/search');
       const answer = await search(page, 'cuda xavier', undefined, 800);
-      assert.equal((await sent).postDataJSON().budget_tokens, 800);
+      const sentBody = (await sent).postDataJSON();
+      assert.equal(sentBody.budget_tokens, 800);
+      assert.equal(sentBody.explain, true, 'the viewer always asks why');
+      assert.equal('stores' in sentBody, false, 'every store is searched: no filter is sent');
       assert.equal(answer.budget_tokens, 800);
       assert.equal(typeof answer.tokens, 'number');
       assert.ok(answer.tokens >= 1 && answer.tokens <= 800, `the packet costs ${answer.tokens} tokens, over its budget of 800`);
       assert.ok(answer.hits.length > 0);
       for (const hit of answer.hits) {
-        assert.deepEqual(Object.keys(hit).sort(), HIT_FIELDS, `a hit keeps its nine fields: ${JSON.stringify(hit)}`);
+        // Its nine fields, and the explain the viewer asked for (from a callosum that explains).
+        const { explain, ...fields } = hit;
+        assert.deepEqual(Object.keys(fields).sort(), HIT_FIELDS, `a hit keeps its nine fields: ${JSON.stringify(hit)}`);
+        assert.ok(explain === undefined || (explain && typeof explain === 'object'), JSON.stringify(hit));
         if (hit.score === 0) assert.ok(isEdge(hit), `a hit scored 0 is an edge: ${JSON.stringify(hit)}`);
       }
       assert.ok(answer.hits.some((hit) => ['satellite-edge', 'topic-edge'].includes(hit.metadata?.source)),
@@ -994,6 +1065,8 @@ describe('A page on another origin cannot use the callosum', () => {
   test('no-cors fetch, text/plain form and cross-origin reads are refused; the viewer still works', { timeout: TEST_MS }, async () => {
     const before = await rosterNames(demo.url);
     const attacker = await serveAttacker(demo.url);
+    // A plain context: routing (SCC_VIEWER_FROM_DISK) would have Playwright answer CORS preflights
+    // itself, and the preflight is what this test watches. The viewer below is the binary's own.
     const context = await browser.newContext();
     try {
       const page = await context.newPage();
@@ -1093,6 +1166,17 @@ async function setVisibility(page, hidden) {
 
 const DOWN = 'down';
 
+/** Scrolled to the very bottom, the last knob row is wholly between the sticky header and the Apply bar. */
+async function lastKnobRowClearOfBar(page) {
+  await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+  await page.waitForFunction(() => Math.ceil(window.scrollY + window.innerHeight) >= document.documentElement.scrollHeight);
+  const row = await page.locator('#knobs-form tr[data-knob]').last().boundingBox();
+  const bar = await page.locator('#knobs-form .apply-bar').boundingBox();
+  const header = await page.locator('header.top').boundingBox();
+  assert.ok(row.y + row.height <= bar.y, `the last knob row (${row.y}..${row.y + row.height}) ends above the Apply bar (from ${bar.y})`);
+  assert.ok(row.y >= header.y + header.height, `the last knob row (from ${row.y}) is below the header (to ${header.y + header.height})`);
+}
+
 describe('The Bridge shows health and turns knobs (a demo with a failing store)', () => {
   let demo;
   before(async () => {
@@ -1116,6 +1200,9 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       const failed = answer.failed.find((f) => f.name === DOWN);
       assert.ok(failed && failed.reason, `the search names ${DOWN} as failed: ${JSON.stringify(answer.failed)}`);
       assert.ok(answer.hits.length > 0, 'the live stores still answer');
+      // The pill was 3/3 bound; now it says 2 of the 3 answered, in the failing colour, naming DOWN.
+      assert.equal(answer.stores_searched.length, 2);
+      await checkAnsweredPill(page, answer);
 
       // By keyboard: Overview, then ArrowRight to Health; it reads GET /health/stores at once.
       await page.getByRole('tab', { name: 'Overview' }).click();
@@ -1236,6 +1323,9 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
         if (typeof knob.live === 'boolean') {
           assert.equal(await input.getAttribute('type'), 'checkbox', knob.key);
           assert.equal(await input.isChecked(), knob.live, knob.key);
+        } else if (knob.key === 'fusion_mode') {
+          assert.equal(await input.evaluate((node) => node.tagName), 'SELECT', `${knob.key} is a list to pick from`);
+          assert.equal(await input.inputValue(), knob.live, knob.key);
         } else if (typeof knob.live === 'string') {
           assert.equal(await input.getAttribute('type'), 'text', knob.key);
           assert.equal(await input.inputValue(), knob.live, knob.key);
@@ -1244,6 +1334,21 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
           assert.equal(await input.inputValue(), knob.live === null ? '' : String(knob.live), knob.key);
         }
       }
+      // fusion_mode takes a fixed set of values (rrf alone, here): a select of them, by keyboard too.
+      const fusion = knobs.federation.find((knob) => knob.key === 'fusion_mode');
+      assert.ok(fusion && fusion.runtime_settable, 'fusion_mode is a live knob');
+      const fusionSelect = page.getByRole('combobox', { name: 'fusion_mode', exact: true });
+      assert.deepEqual(await fusionSelect.locator('option').evaluateAll((options) => options.map((o) => o.value)),
+        fusion.choices ?? fusion.values ?? fusion.allowed ?? fusion.enum ?? ['rrf']);
+      assert.equal(await fusionSelect.inputValue(), 'rrf');
+      await fusionSelect.focus();
+      await page.keyboard.press('ArrowDown');
+      assert.equal(await fusionSelect.inputValue(), 'rrf');
+      await fusionSelect.selectOption('rrf');
+      await page.locator('#knobs-dirty', { hasText: 'no changes' }).waitFor();
+      assert.equal(await page.locator('#knobs-federation tr[data-knob="fusion_mode"] input').count(), 0,
+        'no text box for fusion_mode');
+
       const k = knobs.federation.find((knob) => knob.key === 'k');
       assert.ok(k && k.runtime_settable, 'k is a live knob');
       const kInput = page.getByLabel('k', { exact: true });
@@ -1280,7 +1385,7 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       assert.equal(await weight.inputValue(), String(weightKnob.live));
       assert.equal(await page.getByLabel(`${other} floor`, { exact: true }).inputValue(),
         String(storeKnobs.knobs.find((knob) => knob.key === 'floor').live));
-      await shot(page, 'desktop-16-knobs');
+      await shot(page, 'desktop-16-knobs', { fromTop: false });
 
       // ---- Raise the other store's weight to 5: Apply sends only that, then reads the knobs again.
       await weight.fill('5');
@@ -1307,7 +1412,7 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       assert.equal(await weight.inputValue(), '5');
       assert.equal(await page.locator(`#knobs-stores [data-store="${other}"] tr[data-knob="weight"] td`).nth(1).textContent(), yamlText(weightKnob.yaml));
       await page.locator('#knobs-dirty', { hasText: 'no changes' }).waitFor();
-      await shot(page, 'desktop-17-knobs-applied');
+      await shot(page, 'desktop-17-knobs-applied', { fromTop: false });
 
       // The same search: the other store's hit leads now.
       const afterApply = await search(page, CUDA, 10);
@@ -1330,7 +1435,7 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       assert.equal(await page.locator('#knobs-error').textContent(), detail);
       assert.equal(await kInput.inputValue(), '0', 'the refused edit stays, to be fixed');
       await page.locator('#knobs-dirty', { hasText: '1 unapplied change' }).waitFor();
-      await shot(page, 'desktop-18-knobs-refused');
+      await shot(page, 'desktop-18-knobs-refused', { fromTop: false });
 
       // Reset puts the live value back; a weight of -1 is refused the same way.
       await page.getByRole('button', { name: 'Reset' }).click();
@@ -1371,6 +1476,13 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
         const box = await page.getByRole('tab', { name }).boundingBox();
         assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `the ${name} tab is on screen: ${JSON.stringify(box)}`);
       }
+      // After a search the pill says who answered, and fits.
+      const answer = await search(page, CUDA, 10);
+      await checkAnsweredPill(page, answer);
+      const pillBox = await page.locator('#pill').boundingBox();
+      assert.ok(pillBox.x >= 0 && pillBox.x + pillBox.width <= 390, `the pill is on screen: ${JSON.stringify(pillBox)}`);
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-8-search-pill');
       await page.getByRole('tab', { name: 'Health' }).click();
       await page.locator(`#health-list li[data-store="${DOWN}"]`).waitFor();
       await noHorizontalScroll(page);
@@ -1392,8 +1504,357 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       const weight = page.getByLabel('facts weight', { exact: true });
       await weight.waitFor({ state: 'visible' });
       assert.ok((await weight.boundingBox()).width >= 60, 'the weight field is wide enough to type in');
+      // fusion_mode is a select, on screen.
+      const fusion = page.getByRole('combobox', { name: 'fusion_mode', exact: true });
+      const fusionBox = await fusion.boundingBox();
+      assert.ok(fusionBox.width >= 60 && fusionBox.x >= 0 && fusionBox.x + fusionBox.width <= 390, JSON.stringify(fusionBox));
       await noHorizontalScroll(page);
-      await shot(page, 'narrow-9-knobs');
+      await shot(page, 'narrow-9-knobs', { fromTop: false });
+
+      // Scrolled to the bottom, the last knob row is clear of the sticky Apply bar, also once a
+      // refusal has made the bar taller; and a field's scroll margin is the bar's height.
+      await lastKnobRowClearOfBar(page);
+      await shot(page, 'narrow-9-knobs-bottom', { fromTop: false });
+      const floor = page.getByLabel(`${DOWN} floor`, { exact: true });
+      await floor.fill('7');
+      page.expectHttpError(422, '/configure');
+      const refused = waitForApi(page, 'POST', '/configure');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      assert.equal((await refused).status(), 422);
+      await page.locator('#knobs-error:not(:empty)').waitFor();
+      const barHeight = (await page.locator('#knobs-form .apply-bar').boundingBox()).height;
+      await page.waitForFunction((height) => getComputedStyle(document.querySelector('#knobs-form input')).scrollMarginBottom === `${Math.ceil(height) + 20}px`, barHeight);
+      await lastKnobRowClearOfBar(page);
+      await shot(page, 'narrow-9-knobs-bottom-refused', { fromTop: false });
+      await page.getByRole('button', { name: 'Reset' }).click();
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+// ---- why: the store filter, each hit's explain, and the packet's order ------------------------------
+
+// The packet's shaping on (a quota, an authority margin, satellite and topic edges), so the explain
+// has steps to tell and a page of 3 leaves hits out.
+const WHY_CONFIG = PACKET_CONFIG;
+const WHY_N = 3;
+
+/** A number as the why panel writes it: to six figures (1, 0.5, 60). */
+function plainNumber(value) {
+  return typeof value === 'number' && Number.isFinite(value) ? String(Number(value.toPrecision(6))) : '—';
+}
+
+/** The chips of the store filter, as [name, pressed] pairs. */
+async function chipStates(page) {
+  return page.locator('#chips .chip').evaluateAll((chips) => chips.map((chip) => [chip.dataset.store, chip.getAttribute('aria-pressed')]));
+}
+
+/** Submits the search form as it stands and resolves to the request's body and the answer. */
+async function searchAsIs(page, query) {
+  await page.getByLabel('Query', { exact: true }).fill(query);
+  const sent = page.waitForRequest((request) => request.method() === 'POST' && new URL(request.url()).pathname === '/search');
+  const answered = waitForApi(page, 'POST', '/search');
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  const body = (await sent).postDataJSON();
+  const response = await answered;
+  assert.equal(response.status(), 200, `POST /search answered ${response.status()}: ${await response.text()}`);
+  await page.locator('#search-status .fanned').waitFor();
+  return { body, answer: await response.json() };
+}
+
+/**
+ * Checks hit `index`'s why panel against its explain: the badge is a button that opens it (by
+ * keyboard), store rank, weight, floor and k as sent, the contribution as weight / (k + rank), each
+ * step's why, and the one-line why. Escape closes it and gives the focus back to the badge.
+ */
+async function checkWhyPanel(page, hit, index) {
+  const x = hit.explain;
+  assert.ok(x && typeof x === 'object', `hit ${index + 1} carries an explain: ${JSON.stringify(hit)}`);
+  const card = page.locator('#hits li.hit').nth(index);
+  const badge = card.getByRole('button', { name: new RegExp(`^${hit.store} — why`) });
+  assert.equal(await badge.textContent(), hit.store);
+  assert.equal(await badge.getAttribute('aria-expanded'), 'false');
+  const panel = card.locator('.why-panel');
+  assert.equal(await panel.isVisible(), false, 'closed until asked');
+  await badge.focus();
+  await page.keyboard.press('Enter');
+  await panel.waitFor({ state: 'visible' });
+  assert.equal(await badge.getAttribute('aria-expanded'), 'true');
+  assert.equal(await badge.getAttribute('aria-controls'), await panel.getAttribute('id'));
+  const cell = (key) => panel.locator(`dd[data-why="${key}"]`).textContent();
+  assert.equal(await cell('store_rank'), typeof x.store_rank === 'number' ? `#${x.store_rank}` : '—');
+  assert.equal(await cell('weight'), plainNumber(x.weight));
+  assert.equal(await cell('floor'), plainNumber(x.floor));
+  assert.equal(await cell('k'), plainNumber(x.k));
+  const contribution = await cell('contribution');
+  if (x.contribution === null) {
+    assert.ok(isEdge(hit), `only an edge has no contribution: ${JSON.stringify(hit)}`);
+    assert.match(contribution, /^none: an edge/);
+  } else {
+    const expected = x.weight / (x.k + x.store_rank);
+    assert.ok(Math.abs(x.contribution - expected) < 1e-9, `contribution ${x.contribution} is weight/(k+rank) = ${expected}`);
+    assert.equal(contribution, `${plainNumber(x.weight)} / (${plainNumber(x.k)} + ${plainNumber(x.store_rank)}) = ${Number(expected.toPrecision(4))}`);
+    if (!isEdge(hit) && hit.score !== null) assert.ok(Math.abs(hit.score - x.contribution) < 1e-9 || (x.steps ?? []).length > 0,
+      `a hit no step moved scores its contribution: ${JSON.stringify(hit)}`);
+  }
+  const text = await panel.innerText();
+  if (x.why) assert.equal(await panel.locator('[data-testid="why-summary"]').textContent(), x.why);
+  for (const step of x.steps ?? []) {
+    const item = panel.locator(`li[data-step="${step.step}"]`);
+    assert.ok(await item.count() >= 1, `the step ${step.step} is listed: ${text}`);
+    if (step.why) assert.ok(text.includes(step.why), `the step's why is shown: ${step.why} in ${text}`);
+  }
+  assert.doesNotMatch(text, /undefined|NaN|\[object/);
+  await page.keyboard.press('Escape');
+  await panel.waitFor({ state: 'hidden' });
+  assert.equal(await badge.getAttribute('aria-expanded'), 'false');
+  assert.ok(await badge.evaluate((node) => node === document.activeElement), 'Escape gives the focus back to the badge');
+}
+
+/** Opens "Why this order" and checks it: the packet in order with each hit's why, then explain_dropped. */
+async function checkWhyOrder(page, answer) {
+  const toggle = page.getByRole('button', { name: 'Why this order' });
+  await toggle.waitFor();
+  if (await toggle.getAttribute('aria-expanded') !== 'true') await toggle.click();
+  assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
+  const box = page.locator('#why-order');
+  await box.waitFor({ state: 'visible' });
+  assert.equal(await page.getByRole('region', { name: 'Why this order' }).count(), 1, 'a region named Why this order');
+  const items = box.locator('[data-testid="why-order-hits"] > li');
+  assert.equal(await items.count(), answer.hits.length);
+  for (const [index, hit] of answer.hits.entries()) {
+    const item = items.nth(index);
+    assert.equal(await item.getAttribute('data-store'), hit.store);
+    const said = await item.innerText();
+    assert.ok(said.includes(String(hit.id)), `${said} names ${hit.id}`);
+    assert.ok(hit.explain?.why && said.includes(hit.explain.why), `${said} says why: ${hit.explain?.why}`);
+  }
+  assert.ok(Array.isArray(answer.explain_dropped), `the answer lists what it left out: ${Object.keys(answer)}`);
+  assert.ok(answer.explain_dropped.length > 0, `a page of ${WHY_N} leaves hits out`);
+  const dropped = box.locator('[data-testid="why-dropped"] > li');
+  assert.equal(await dropped.count(), answer.explain_dropped.length);
+  for (const [index, item] of answer.explain_dropped.entries()) {
+    const said = await dropped.nth(index).innerText();
+    assert.equal(await dropped.nth(index).getAttribute('data-store'), item.store);
+    for (const part of [String(item.id), `#${item.store_rank}`, item.why]) assert.ok(said.includes(part), `${said} has ${part}`);
+  }
+  assert.doesNotMatch(await box.innerText(), /undefined|NaN|\[object|not explained/);
+  return box;
+}
+
+/** No two of `selector`'s boxes overlap (each a visible element). */
+async function noOverlaps(page, selector) {
+  const boxes = await page.locator(selector).evaluateAll((nodes) => nodes.filter((n) => n.offsetParent !== null).map((n) => {
+    const r = n.getBoundingClientRect();
+    return { name: n.dataset.store || n.id || n.className, x: r.x, y: r.y, w: r.width, h: r.height };
+  }));
+  for (let i = 0; i < boxes.length; i += 1) {
+    for (let j = i + 1; j < boxes.length; j += 1) {
+      const a = boxes[i];
+      const b = boxes[j];
+      const apart = a.x + a.w <= b.x + 0.5 || b.x + b.w <= a.x + 0.5 || a.y + a.h <= b.y + 0.5 || b.y + b.h <= a.y + 0.5;
+      assert.ok(apart, `${selector}: ${JSON.stringify(a)} overlaps ${JSON.stringify(b)}`);
+    }
+  }
+}
+
+describe('The Bridge says why: the store filter, each hit\u2019s explain, the packet\u2019s order', () => {
+  let demo;
+  let dir;
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'scc-e2e-why-'));
+    const config = path.join(dir, 'why.yaml');
+    writeFileSync(config, WHY_CONFIG);
+    demo = await startDemo({}, ['-c', config]);
+  });
+  after(async () => {
+    if (demo) await demo.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const [label, viewport, tag] of [['desktop (1280 px)', { width: 1280, height: 800 }, 'desktop'], ['phone (390 px)', { width: 390, height: 844 }, 'narrow']]) {
+    test(`${label}: chips restrict the search to the stores chosen; with none chosen, Search is off and says why`, { timeout: TEST_MS }, async () => {
+      const roster = await getJson(demo.url, '/stores');
+      const active = roster.stores.filter((store) => store.status === 'active');
+      assert.deepEqual(active.map((store) => store.name), ['episodic', 'facts']);
+      const { context, page } = await openPage(viewport);
+      try {
+        await page.goto(`${demo.url}/viewer`);
+        await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+        // One chip per active store, all pressed, each titled with its store's description.
+        const group = page.getByRole('group', { name: 'Stores' });
+        await group.waitFor();
+        assert.deepEqual(await chipStates(page), [['episodic', 'true'], ['facts', 'true']]);
+        for (const store of active) {
+          const chip = group.getByRole('button', { name: store.name, exact: true });
+          if (store.description) assert.equal(await chip.getAttribute('title'), store.description);
+          else assert.ok((await chip.getAttribute('title')).includes(store.name));
+        }
+        assert.ok(await page.getByRole('button', { name: 'all', exact: true }).isDisabled(), '"all" is off while all are chosen');
+        await noHorizontalScroll(page);
+        await shot(page, `${tag}-19-chips`);
+
+        // facts off, by keyboard: only episodic is searched, and every hit is episodic's.
+        await group.getByRole('button', { name: 'facts', exact: true }).focus();
+        await page.keyboard.press('Space');
+        assert.deepEqual(await chipStates(page), [['episodic', 'true'], ['facts', 'false']]);
+        await page.locator('#filter-note', { hasText: 'Searching 1 of 2: episodic.' }).waitFor();
+        let { body, answer } = await searchAsIs(page, CUDA);
+        assert.deepEqual(body.stores, ['episodic']);
+        assert.equal(body.explain, true);
+        assert.equal('exclude_stores' in body, false);
+        assert.deepEqual(answer.stores_searched, ['episodic']);
+        assert.ok(answer.hits.length > 0);
+        for (const hit of answer.hits) assert.equal(hit.store, 'episodic', JSON.stringify(hit));
+        assert.equal(await page.locator('#hits li.hit').count(), answer.hits.length);
+        assert.equal(await page.locator('#hits li.hit:not([data-store="episodic"])').count(), 0);
+        await checkAnsweredPill(page, answer);
+        assert.ok((await page.locator('#pill').getAttribute('title')).includes('left out by the store filter: facts'));
+        await noHorizontalScroll(page);
+        await shot(page, `${tag}-20-chips-episodic`);
+
+        // The other way round, by mouse: facts alone.
+        await group.getByRole('button', { name: 'facts', exact: true }).click();
+        await group.getByRole('button', { name: 'episodic', exact: true }).click();
+        ({ body, answer } = await searchAsIs(page, CUDA));
+        assert.deepEqual(body.stores, ['facts']);
+        for (const hit of answer.hits) assert.equal(hit.store, 'facts', JSON.stringify(hit));
+        assert.equal(await page.locator('#hits li.hit:not([data-store="facts"])').count(), 0);
+
+        // None: Search is off, the page says why, and nothing is sent (not even by Enter).
+        await group.getByRole('button', { name: 'facts', exact: true }).click();
+        assert.deepEqual(await chipStates(page), [['episodic', 'false'], ['facts', 'false']]);
+        const searchButton = page.getByRole('button', { name: 'Search', exact: true });
+        assert.ok(await searchButton.isDisabled(), 'Search is off with no store chosen');
+        await page.locator('#filter-note', { hasText: 'No store is chosen' }).waitFor();
+        assert.equal(await searchButton.getAttribute('title'), 'Pick at least one store to search');
+        let sent = 0;
+        const count = (request) => { if (new URL(request.url()).pathname === '/search') sent += 1; };
+        page.on('request', count);
+        await page.getByLabel('Query', { exact: true }).press('Enter');
+        await noHorizontalScroll(page);
+        await shot(page, `${tag}-21-chips-none`);
+
+        // "all" chooses every store again: no filter is sent.
+        await page.getByRole('button', { name: 'all', exact: true }).click();
+        assert.deepEqual(await chipStates(page), [['episodic', 'true'], ['facts', 'true']]);
+        assert.equal(await searchButton.isDisabled(), false);
+        assert.equal(await page.locator('#filter-note').textContent(), '');
+        ({ body, answer } = await searchAsIs(page, CUDA));
+        page.off('request', count);
+        assert.equal(sent, 1, 'nothing was sent with no store chosen');
+        assert.equal('stores' in body, false, 'no `stores` when every store is chosen');
+        assert.deepEqual([...answer.stores_searched].sort(), ['episodic', 'facts']);
+        page.assertClean();
+      } finally {
+        await context.close();
+      }
+    });
+
+    test(`${label}: each hit's badge opens its why (contribution = weight / (k + rank)); "Why this order" lists the packet and what was left out`, { timeout: TEST_MS }, async () => {
+      const { context, page } = await openPage(viewport);
+      try {
+        await page.goto(`${demo.url}/viewer`);
+        await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+        await page.locator('#chips .chip').first().waitFor();
+        const answer = await search(page, CUDA, WHY_N);
+        assert.ok(answer.hits.length >= WHY_N, `a packet of ${WHY_N} ranked hits (and its edges): ${answer.hits.length}`);
+        assert.ok(answer.hits.every((hit) => hit.explain && typeof hit.explain === 'object'),
+          `explain: true gives every hit an explain (a callosum that predates explain gives none): ${JSON.stringify(answer.hits[0])}`);
+        for (const [index, hit] of answer.hits.entries()) await checkWhyPanel(page, hit, index);
+
+        // The first one open, for the picture; then by mouse, a second click closes it.
+        const badge = page.locator('#hits li.hit').first().locator('button.badge');
+        await badge.click();
+        await page.locator('#hits li.hit').first().locator('.why-panel').waitFor({ state: 'visible' });
+        await noHorizontalScroll(page);
+        await noOverlaps(page, '#hits li.hit:first-child .hit-head > *');
+        await noOverlaps(page, '#hits li.hit:first-child .why-panel dl > *');
+        await shot(page, `${tag}-22-why`);
+        await badge.click();
+        await page.locator('#hits li.hit').first().locator('.why-panel').waitFor({ state: 'hidden' });
+
+        // "Why this order": closed until asked; then the packet with each why, and what was left out.
+        assert.equal(await page.locator('#why-order').isVisible(), false);
+        const box = await checkWhyOrder(page, answer);
+        await noHorizontalScroll(page);
+        await noOverlaps(page, '#why-order [data-testid="why-order-hits"] > li');
+        await noOverlaps(page, '#why-order [data-testid="why-dropped"] > li');
+        await box.scrollIntoViewIfNeeded();
+        await shot(page, `${tag}-23-why-order`);
+        // It stays open for the next search, and tells that one's order.
+        const again = await search(page, 'jetpack backup', WHY_N);
+        assert.ok(await page.locator('#why-order').isVisible(), '"Why this order" stays open');
+        await checkWhyOrder(page, again);
+
+        // A store weighted 5 crowds the other out of a page of 3: the quota's seat keeps one of the
+        // other's hits, and that hit's why says so (a `seat` step); the weight is in the arithmetic.
+        const configure = (weight) => fetch(`${demo.url}/configure`, {
+          method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ stores: [{ name: 'episodic', weight }] }),
+        });
+        const weighted = await configure(5);
+        assert.equal(weighted.status, 200, await weighted.text());
+        try {
+          const seated = await search(page, CUDA, WHY_N);
+          const kept = seated.hits.findIndex((hit) => (hit.explain?.steps ?? []).some((step) => step.step === 'seat'));
+          assert.ok(kept >= 0, `a hit kept by a seat: ${JSON.stringify(seated.hits.map((hit) => hit.explain))}`);
+          assert.equal(seated.hits[kept].store, 'facts');
+          await checkWhyPanel(page, seated.hits[kept], kept);
+          const top = seated.hits.findIndex((hit) => hit.store === 'episodic' && !isEdge(hit));
+          assert.equal(seated.hits[top].explain.weight, 5);
+          await checkWhyPanel(page, seated.hits[top], top);
+          await checkWhyOrder(page, seated);
+          const keptCard = page.locator('#hits li.hit').nth(kept);
+          await keptCard.locator('button.badge').click();
+          await keptCard.locator('.why-panel li[data-step="seat"]').waitFor();
+          await noHorizontalScroll(page);
+          await shot(page, `${tag}-24-why-seat`);
+        } finally {
+          const back = await configure(1);
+          assert.equal(back.status, 200, await back.text());
+        }
+
+        // Server text stays text.
+        assert.equal(await page.locator('#panel-search img, #why-order b, .why-panel b').count(), 0);
+        page.assertClean();
+      } finally {
+        await context.close();
+      }
+    });
+  }
+
+  test('a filtered store that has gone: the server\u2019s 400 words, and the chips are read again', { timeout: TEST_MS }, async () => {
+    const added = await fetch(`${demo.url}/stores`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'gone-soon', type: 'seren_loci', url: `http://127.0.0.1:${await closedPort()}`, description: 'a store about to be removed' }),
+    });
+    assert.equal(added.status, 200, await added.text());
+    const { context, page } = await openPage();
+    try {
+      await page.goto(`${demo.url}/viewer`);
+      const group = page.getByRole('group', { name: 'Stores' });
+      await group.getByRole('button', { name: 'gone-soon', exact: true }).waitFor();
+      assert.equal(await group.getByRole('button', { name: 'gone-soon', exact: true }).getAttribute('title'), 'a store about to be removed');
+      await group.getByRole('button', { name: 'episodic', exact: true }).click();
+      await group.getByRole('button', { name: 'facts', exact: true }).click();
+      const removed = await fetch(`${demo.url}/stores/gone-soon`, { method: 'DELETE' });
+      assert.equal(removed.status, 200, await removed.text());
+      page.expectHttpError(400, '/search');
+      await page.getByLabel('Query', { exact: true }).fill(CUDA);
+      const refused = waitForApi(page, 'POST', '/search');
+      const reread = waitForApi(page, 'GET', '/stores', 200);
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      const response = await refused;
+      assert.equal(response.status(), 400);
+      const { detail } = await response.json();
+      assert.ok(detail.includes('gone-soon'), detail);
+      await page.locator('#search-notices .notice.error', { hasText: detail }).waitFor();
+      await reread;
+      await group.getByRole('button', { name: 'gone-soon', exact: true }).waitFor({ state: 'detached' });
+      assert.deepEqual(await chipStates(page), [['episodic', 'false'], ['facts', 'false']]);
+      assert.ok(await page.getByRole('button', { name: 'Search', exact: true }).isDisabled());
       page.assertClean();
     } finally {
       await context.close();
