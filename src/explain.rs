@@ -60,9 +60,17 @@ pub fn hits(
         .collect()
 }
 
-/// The rows the first round's cut left out, as `explain_dropped` lists them.
-pub fn dropped(context: &Context<'_>) -> Vec<Dropped> {
+/// The rows the first round's cut left out and nothing after it brought back (a hop or an edge
+/// of the same store and id is in `rows`), at most `max`, as `explain_dropped` lists them.
+pub fn dropped(context: &Context<'_>, rows: &[Row], max: usize) -> Vec<Dropped> {
+    let back = |list: usize, id: &str| {
+        let store = context.names.get(list).map_or("", String::as_str);
+        rows.iter()
+            .any(|row| row.hit.id == id && row.store == store)
+    };
     (context.trace.dropped.iter())
+        .filter(|(place, id, _)| !back(place.list, id))
+        .take(max)
         .map(|(place, id, cutoff)| {
             let (why, tokens) = match *cutoff {
                 Cutoff::Rows { cap } => (
@@ -238,7 +246,7 @@ mod tests {
                 prop_assert_eq!(explain.k, k);
                 prop_assert_eq!(explain.store_rank as usize, row.rank);
             }
-            prop_assert!(dropped(&context).len() <= 25);
+            prop_assert!(dropped(&context, &rows, 25).len() <= 25);
         }
     }
 }

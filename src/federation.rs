@@ -278,7 +278,11 @@ impl Federation {
         let first_took = spend.started.elapsed();
         let mut first = Round::collect(&round, results);
         let (rows, trace) = if request.explain {
-            let (rows, trace) = first.rank_traced(&cut);
+            // As many as `explain_dropped` lists, and as many again as hops and edges may bring
+            // back into the packet (those are not left out).
+            let shaping = &knobs.shaping;
+            let back = shaping.hop_budget + shaping.satellite_budget + shaping.edge_budget;
+            let (rows, trace) = first.rank_traced(&cut, MAX_EXPLAIN_DROPPED + back);
             (rows, Some(trace))
         } else {
             (first.rank(&cut), None)
@@ -312,10 +316,11 @@ impl Federation {
                         .map_or((1.0, 0.0), |bound| knobs.weight_and_floor(bound))
                 };
                 let explains = explain::hits(&context, &rows, scale);
+                let dropped = explain::dropped(&context, &rows, MAX_EXPLAIN_DROPPED);
                 let hits = (rows.into_iter().zip(explains))
                     .map(|(row, why)| wire(row, Some(why)))
                     .collect();
-                (hits, Some(explain::dropped(&context)))
+                (hits, Some(dropped))
             }
         };
         Ok(SearchAnswer {
@@ -941,11 +946,11 @@ impl<'a> Round<'a> {
             .collect()
     }
 
-    /// [`Round::rank`], and what each step of the cut did (for `explain`).
-    fn rank_traced(&mut self, cut: &Cut) -> (Vec<Row>, packet::Trace) {
+    /// [`Round::rank`], and what each step of the cut did (for `explain`), naming at most
+    /// `max_dropped` of the rows it left out.
+    fn rank_traced(&mut self, cut: &Cut, max_dropped: usize) -> (Vec<Row>, packet::Trace) {
         let bound = &self.bound;
-        let (fused, trace) =
-            packet::rank_traced(std::mem::take(&mut self.lists), cut, MAX_EXPLAIN_DROPPED);
+        let (fused, trace) = packet::rank_traced(std::mem::take(&mut self.lists), cut, max_dropped);
         let rows = (fused.into_iter())
             .map(|fused| Row::fused(&bound[fused.list].name, fused))
             .collect();

@@ -1421,7 +1421,10 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
       assert.equal(await page.locator('#hits li.hit').first().getAttribute('data-store'), other);
 
       // ---- A bad k (0): the server's 422 words, exactly, beside the form; the edit stays; nothing applied.
+      // The tab reads the knobs again: edit once they are drawn, as a person would.
+      const drawn = waitForApi(page, 'GET', '/knobs');
       await page.getByRole('tab', { name: 'Knobs' }).click();
+      await drawn;
       await kInput.waitFor();
       await kInput.fill('0');
       page.expectHttpError(422, '/configure');

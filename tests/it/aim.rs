@@ -612,3 +612,41 @@ async fn a_description_is_listed_and_a_bad_one_is_refused_naming_it() {
     );
     assert_ne!(output.status.code(), Some(0));
 }
+
+#[tokio::test]
+async fn a_hit_an_edge_brings_back_is_not_listed_as_left_out() {
+    use crate::packet::memory_hit;
+    let memory = StubStore::start(Behaviour::Paths(vec![
+        (
+            "/search",
+            Behaviour::Json(json!({"hits": [
+                memory_hit("c1", "cuda", None),
+                memory_hit("m2", "cuda", None),
+                memory_hit("m3", "cuda", None),
+            ]})),
+        ),
+        (
+            "/by_topic",
+            Behaviour::Json(json!({"topics": [], "hits": [
+                {"id": "m3", "content": "memory m3", "tier": "near", "topic": "cuda", "matched_topics": ["cuda"], "overlap": 1, "metadata": {}},
+            ]})),
+        ),
+    ]))
+    .await;
+    let yaml = with_knobs(
+        config_yaml(&[("episodic", "seren_memory", &memory.url, "")]),
+        "edges_enabled: true\nedge_budget: 2",
+    );
+    let callosum = Callosum::start(&yaml).await;
+    let (_, answer) = callosum
+        .post(
+            "/search",
+            json!({"query": "q", "n_results": 1, "explain": true}),
+        )
+        .await;
+    assert_eq!(steps(&answer), ["episodic:c1=", "episodic:m3=topic_edge"]);
+    let dropped: Vec<&str> = (answer["explain_dropped"].as_array().unwrap().iter())
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(dropped, ["m2"], "m3 came back as an edge: {answer}");
+}
