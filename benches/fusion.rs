@@ -252,7 +252,7 @@ fn packet_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
         "the packet over 64 stores x 100 hits (packet::rank: fuse, then authority, seats, page):"
     );
     println!(
-        "{:<34} {:>5} {:>7} {:>7} {:>9} {:>9} {:>9}  target",
+        "{:<42} {:>5} {:>7} {:>7} {:>9} {:>9} {:>9}  target",
         "cut", "rows", "tokens", "calls", "median", "p99", "min"
     );
     let mut ok = true;
@@ -298,7 +298,7 @@ fn packet_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
         times.sort_unstable();
         let median = percentile(&times, 50.0);
         println!(
-            "{:<34} {:>5} {:>7} {:>7} {:>9.1} {:>9.1} {:>9.1}  < 1000 us: {}",
+            "{:<42} {:>5} {:>7} {:>7} {:>9.1} {:>9.1} {:>9.1}  < 1000 us: {}",
             name,
             packet.len(),
             tokens,
