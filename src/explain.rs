@@ -13,7 +13,6 @@ use crate::fusion::rrf_score;
 use crate::packet::edges::EdgeKind;
 use crate::packet::page::Cutoff;
 use crate::packet::{Cut, Row, Trace};
-use serde_json::Value;
 
 /// What the explanation of one search reads beside its rows.
 pub struct Context<'a> {
@@ -136,7 +135,7 @@ fn ranked_steps(context: &Context<'_>, row: &Row) -> Vec<Step> {
 /// A hop hit's step, read back from the metadata the hop wrote (`hop`, `hop_bridge`).
 fn hop_step(row: &Row) -> Option<Step> {
     let round = row.hit.metadata.get("hop")?.as_u64()?;
-    let bridge = text(row.hit.metadata.get("hop_bridge"));
+    let bridge = row.hit.metadata.text("hop_bridge");
     let mut step = Step::new(
         StepKind::Hop,
         format!("found by hop round {round}, which searched {bridge:?}"),
@@ -150,8 +149,8 @@ fn hop_step(row: &Row) -> Option<Step> {
 /// `edge_of`, `matched_topics`); `None` for a row that is no edge.
 fn edge_step(row: &Row) -> Option<Step> {
     let metadata = &row.hit.metadata;
-    let kind = EdgeKind::from_wire(&text(metadata.get(EdgeKind::KEY)))?;
-    let core = text(metadata.get("edge_of"));
+    let kind = EdgeKind::from_wire(&metadata.text(EdgeKind::KEY))?;
+    let core = metadata.text("edge_of");
     let mut step = match kind {
         EdgeKind::Satellite => Step::new(
             StepKind::SatelliteEdge,
@@ -162,14 +161,7 @@ fn edge_step(row: &Row) -> Option<Step> {
             format!("the memory {core}, a hit of this packet, superseded"),
         ),
         EdgeKind::Topic => {
-            let topics: Vec<String> = match metadata.get("matched_topics") {
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect(),
-                _ => Vec::new(),
-            };
+            let topics = metadata.strings("matched_topics");
             let mut step = Step::new(
                 StepKind::TopicEdge,
                 format!("shares the packet's topic tags ({})", topics.join(", ")),
@@ -195,15 +187,6 @@ fn line(row: &Row, (weight, k, contribution): (f64, u32, Option<f64>), steps: &[
     }
     parts.extend(steps.iter().map(|step| step.why.clone()));
     parts.join("; ")
-}
-
-/// A metadata value as text: a string as itself, null or absent as "".
-fn text(value: Option<Value>) -> String {
-    match value {
-        Some(Value::String(s)) => s,
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    }
 }
 
 #[cfg(test)]

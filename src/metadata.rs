@@ -92,6 +92,29 @@ impl Metadata {
         map.remove(key)
     }
 
+    /// The value at `key` as text, the way provenance is shown: a string as itself, null or
+    /// absent as "", anything else as its JSON.
+    pub fn text(&self, key: &str) -> String {
+        match self.get(key) {
+            Some(Value::String(s)) => s,
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        }
+    }
+
+    /// The strings of the list at `key` (a topic edge's `matched_topics`); anything else is none.
+    pub fn strings(&self, key: &str) -> Vec<String> {
+        match self.get(key) {
+            Some(Value::Array(items)) => (items.into_iter())
+                .filter_map(|item| match item {
+                    Value::String(s) => Some(s),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// `matched_via.content`: the episode a SerenMemory core was found through, which a reader is
     /// shown with the core.
     pub fn matched_via_content(&self) -> Option<String> {

@@ -5,7 +5,6 @@
 
 use crate::api::{Hit, NameReason, SearchAnswer};
 use crate::packet::edges::EdgeKind;
-use serde_json::Value;
 use std::fmt::Write;
 
 /// Renders `answer` as compact lines.
@@ -58,25 +57,15 @@ pub fn compact(answer: &SearchAnswer) -> String {
 /// Where a hit stands: `#rank`, or which hop found it (`hop 2 #3`), or what it is the edge of
 /// (`satellite of m1`, `superseded by m1`, `topic edge (cuda, xavier)`).
 pub fn place(hit: &Hit) -> String {
-    let metadata = hit.metadata.to_map();
-    let text = |key: &str| match metadata.get(key) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    };
-    match EdgeKind::from_wire(&text(EdgeKind::KEY)) {
-        Some(EdgeKind::Satellite) => format!("satellite of {}", text("edge_of")),
-        Some(EdgeKind::Supersedes) => format!("superseded by {}", text("edge_of")),
+    let metadata = &hit.metadata;
+    match EdgeKind::from_wire(&metadata.text(EdgeKind::KEY)) {
+        Some(EdgeKind::Satellite) => format!("satellite of {}", metadata.text("edge_of")),
+        Some(EdgeKind::Supersedes) => format!("superseded by {}", metadata.text("edge_of")),
         Some(EdgeKind::Topic) => {
-            let topics = match metadata.get("matched_topics") {
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                _ => String::new(),
-            };
-            format!("topic edge ({topics})")
+            format!(
+                "topic edge ({})",
+                metadata.strings("matched_topics").join(", ")
+            )
         }
         None => match metadata.get("hop") {
             Some(hop) => format!("hop {hop} #{}", hit.store_rank),
@@ -109,7 +98,7 @@ fn reasons(entries: &[NameReason]) -> String {
 mod tests {
     use super::*;
     use crate::metadata::Metadata;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn hit(store: &str, id: &str, rank: u32, score: f64, metadata: Value) -> Hit {
         let Value::Object(map) = metadata else {
