@@ -336,11 +336,17 @@ fn decode_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
             .and_then(|a| a.hits)
             .map_or(0, |h| h.len())
     };
-    type Case<'a> = (&'a str, usize, Box<dyn Fn() -> usize + 'a>);
+    // Name, bytes, hits expected, the call.
+    type Case<'a> = (&'a str, usize, usize, Box<dyn Fn() -> usize + 'a>);
+    let ten = store::Keep {
+        hits: 10,
+        floor: 0.0,
+    };
     let cases: Vec<Case> = vec![
         (
             "seren_memory Protocol::decode",
             memory.len(),
+            20,
             Box::new(|| {
                 memory_protocol
                     .decode(&memory, usize::MAX)
@@ -348,8 +354,19 @@ fn decode_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
             }),
         ),
         (
+            "seren_memory decode_kept, 10 of 20",
+            memory.len(),
+            10,
+            Box::new(|| {
+                memory_protocol
+                    .decode_kept(&memory, usize::MAX, ten)
+                    .map_or(0, |h| h.len())
+            }),
+        ),
+        (
             "seren_loci Protocol::decode",
             loci.len(),
+            20,
             Box::new(|| {
                 loci_protocol
                     .decode(&loci, usize::MAX)
@@ -357,29 +374,39 @@ fn decode_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
             }),
         ),
         (
+            "seren_loci decode_kept, 10 of 20",
+            loci.len(),
+            10,
+            Box::new(|| {
+                loci_protocol
+                    .decode_kept(&loci, usize::MAX, ten)
+                    .map_or(0, |h| h.len())
+            }),
+        ),
+        (
             "memory owned maps, path tracking",
             memory.len(),
+            20,
             Box::new(|| typed_tracked(&memory)),
         ),
         (
             "memory owned maps, plain serde_json",
             memory.len(),
+            20,
             Box::new(|| typed_plain(&memory)),
         ),
     ];
     println!();
-    println!(
-        "reading one store's answer (20 hits), per call (the four variants timed round-robin):"
-    );
+    println!("reading one store's answer (20 hits), per call (the variants timed round-robin):");
     println!(
         "{:<36} {:>6} {:>7} {:>9} {:>9} {:>9}",
         "decode", "bytes", "calls", "median", "p99", "min"
     );
     let mut ok = true;
-    for (name, _, call) in &cases {
+    for (name, _, want, call) in &cases {
         let got = call();
-        if got != 20 {
-            println!("FAILED {name}: {got} hits, expected 20");
+        if got != *want {
+            println!("FAILED {name}: {got} hits, expected {want}");
             ok = false;
         }
     }
@@ -389,20 +416,20 @@ fn decode_table(warmup: usize, iterations: usize, bound: Duration) -> bool {
     // Round-robin: each round times one call of every variant, so a drift of this shared machine
     // touches them all alike and their ratios hold.
     for _ in 0..warmup {
-        for (_, _, call) in &cases {
+        for (_, _, _, call) in &cases {
             black_box(call());
         }
     }
     let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(iterations); cases.len()];
     let began = Instant::now();
     while times[0].len() < iterations && began.elapsed() < bound {
-        for ((_, _, call), times) in cases.iter().zip(times.iter_mut()) {
+        for ((_, _, _, call), times) in cases.iter().zip(times.iter_mut()) {
             let start = Instant::now();
             black_box(call());
             times.push(start.elapsed());
         }
     }
-    for ((name, bytes, _), times) in cases.iter().zip(times.iter_mut()) {
+    for ((name, bytes, _, _), times) in cases.iter().zip(times.iter_mut()) {
         times.sort_unstable();
         println!(
             "{:<36} {:>6} {:>7} {:>9.1} {:>9.1} {:>9.1}",

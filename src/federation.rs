@@ -271,6 +271,7 @@ impl Federation {
             query,
             cut: &cut,
             ask,
+            keep: cut.rows.filter(|_| cut.is_plain() && !request.explain),
             chains,
             spend: &spend,
         };
@@ -582,7 +583,12 @@ impl Federation {
         };
         let calls = fan.bound[..asked].iter().map(|bound| {
             let call = if first {
-                round.knobs.call(bound)
+                let mut call = round.knobs.call(bound);
+                if let Some(hits) = round.keep {
+                    let floor = round.knobs.weight_and_floor(bound).1;
+                    call.keep = store::Keep { hits, floor };
+                }
+                call
             } else {
                 round.call(bound)
             };
@@ -782,6 +788,9 @@ struct Hop<'a> {
     query: &'a str,
     cut: &'a Cut,
     ask: usize,
+    /// How many of each store's hits past its floor the first round can use: `cut.rows` for a
+    /// plain cut without `explain` (fusion reads no further, see [`store::Keep`]), else all.
+    keep: Option<usize>,
     chains: (&'a Chain, &'a Chain),
     spend: &'a Spend<'a>,
 }

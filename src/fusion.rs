@@ -75,9 +75,58 @@ pub struct Fused {
 /// A NaN relevance never passes a floor above 0: `NaN >= x` is false, which is what we want.
 pub fn apply_floor(mut hits: Vec<Hit>, floor: f64) -> Vec<Hit> {
     if floor > 0.0 {
-        hits.retain(|hit| hit.base_relevance >= floor);
+        hits.retain(|hit| passes_floor(hit, floor));
     }
     hits
+}
+
+/// Whether `hit` stays in its list under `floor` (0 keeps every hit).
+fn passes_floor(hit: &Hit, floor: f64) -> bool {
+    floor <= 0.0 || hit.base_relevance >= floor
+}
+
+/// How much of one store's answer a search can use: its first `hits` past the `floor`, best
+/// first. A store's weight is positive, so within its list the fused order is the store's own:
+/// a hit with `n` of the same list above it past the floor is never among the best `n`. The
+/// plain cut of `n` rows reads no more than that; a protocol builds no [`Hit`] past it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Keep {
+    pub hits: usize,
+    pub floor: f64,
+}
+
+impl Keep {
+    /// Every hit (the packet's walks, `explain`, later rounds, topic edges).
+    pub const ALL: Keep = Keep {
+        hits: usize::MAX,
+        floor: 0.0,
+    };
+
+    /// How many of an answer's hits to read at all, of the `limit` asked: with no floor every
+    /// hit passes, so the first `hits` are the ones kept and the rest is read over (checked as
+    /// JSON, never built: a malformed hit there no longer fails the answer).
+    pub fn limit(self, limit: usize) -> usize {
+        if self.floor <= 0.0 {
+            limit.min(self.hits)
+        } else {
+            limit
+        }
+    }
+
+    /// The hits of a store's answer, best first, until `hits` have passed the floor (those
+    /// below it are kept too, for the floor to drop as it always does). `hits` is lazy: what
+    /// comes after is never built.
+    pub fn take(self, hits: impl IntoIterator<Item = Hit>) -> Vec<Hit> {
+        let mut hits = hits.into_iter();
+        let mut kept = Vec::new();
+        let mut passed = 0;
+        while passed < self.hits {
+            let Some(hit) = hits.next() else { break };
+            passed += usize::from(passes_floor(&hit, self.floor));
+            kept.push(hit);
+        }
+        kept
+    }
 }
 
 /// What the ordering needs of a hit, without the hit: sorting these small keys instead of whole
@@ -434,6 +483,33 @@ mod tests {
         assert_eq!(render(before), render(after));
     }
 
+    #[test]
+    fn keep_builds_no_hit_past_the_ones_it_needs() {
+        let built = std::cell::Cell::new(0);
+        let hits = [0.9, 0.1, 0.8, 0.7, 0.6].iter().map(|rel| {
+            built.set(built.get() + 1);
+            hit("h", *rel)
+        });
+        // Two past a floor of 0.5: 0.9 and 0.8, with 0.1 (below it) kept for the floor to drop.
+        let kept = Keep {
+            hits: 2,
+            floor: 0.5,
+        }
+        .take(hits);
+        let relevance: Vec<f64> = kept.iter().map(|h| h.base_relevance).collect();
+        assert_eq!(relevance, [0.9, 0.1, 0.8]);
+        assert_eq!(built.get(), 3, "the fourth hit is never built");
+        assert!(
+            Keep {
+                hits: 0,
+                floor: 0.0
+            }
+            .take([hit("h", 1.0)])
+            .is_empty()
+        );
+        assert_eq!(Keep::ALL.take(vec![hit("a", 0.0), hit("b", -1.0)]).len(), 2);
+    }
+
     fn arb_lists() -> impl Strategy<Value = Vec<RankedList>> {
         let hits = prop::collection::vec(0.0001f64..1.0, 0..12);
         let one = (0.1f64..5.0, hits).prop_map(|(weight, rels)| RankedList {
@@ -468,6 +544,30 @@ mod tests {
             let a: Vec<_> = fuse(lists, 60, n).iter().map(key).collect();
             let b: Vec<_> = fuse(scaled, 60, n).iter().map(key).collect();
             prop_assert_eq!(a, b);
+        }
+
+        /// What a protocol builds under [`Keep`] fuses to the very answer of every hit: the
+        /// plain cut never reads a hit with `n` of its own list above it past the floor.
+        #[test]
+        fn keeping_n_past_the_floor_never_changes_the_top_n(
+            mut lists in arb_lists(),
+            floors in prop::collection::vec(prop_oneof![Just(0.0), 0.0f64..1.0], 6),
+            n in 0usize..30,
+        ) {
+            for (list, floor) in lists.iter_mut().zip(&floors) {
+                list.floor = *floor;
+            }
+            let kept: Vec<RankedList> = lists
+                .iter()
+                .map(|list| RankedList {
+                    hits: Keep { hits: n, floor: list.floor }.take(list.hits.clone()),
+                    ..list.clone()
+                })
+                .collect();
+            let key = |f: &Fused| (f.list, f.rank, f.score.to_bits(), f.hit.id.clone());
+            let all: Vec<_> = fuse(lists, 60, n).iter().map(key).collect();
+            let some: Vec<_> = fuse(kept, 60, n).iter().map(key).collect();
+            prop_assert_eq!(all, some);
         }
 
         #[test]

@@ -13,7 +13,7 @@ use crate::api::{
 use crate::config::{Config, TABLE, TokenSource, read_knobs};
 pub use crate::config::{Knobs, Override};
 use crate::roster::Bound;
-use crate::store::{Call, Context};
+use crate::store::{Call, Context, Keep};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -43,6 +43,7 @@ impl Knobs {
             context: Context {
                 surroundings: self.shaping.satellites_on(),
             },
+            keep: Keep::ALL,
         }
     }
 }

@@ -7,6 +7,8 @@ use super::*;
 pub(super) enum Expect {
     /// A fused answer of `hits` hits whose `failed` names exactly these stores.
     Fused { hits: usize, failed: Vec<String> },
+    /// A packet: some hits, none over `budget` tokens in all, no store failed.
+    Packet { budget: u64 },
     /// A stub store's answer.
     Stub,
 }
@@ -280,6 +282,18 @@ pub(super) fn check_answer(expect: &Expect, bytes: &[u8]) -> Result<(), String> 
                 ));
             }
             Ok(())
+        }
+        Expect::Packet { budget } => {
+            let tokens = answer["tokens"].as_u64().unwrap_or(u64::MAX);
+            if hits == 0 || tokens > *budget {
+                return Err(format!(
+                    "a packet of {hits} hits, {tokens} tokens (budget {budget})"
+                ));
+            }
+            match answer["failed"].as_array().map(Vec::len) {
+                Some(0) => Ok(()),
+                _ => Err(format!("failed = {}", answer["failed"])),
+            }
         }
     }
 }

@@ -58,6 +58,7 @@ mod support;
 
 mod drive;
 mod landing;
+mod minimal;
 mod procs;
 mod python;
 mod report;
@@ -68,6 +69,7 @@ mod tree;
 
 use drive::*;
 use landing::*;
+use minimal::*;
 use procs::*;
 use python::*;
 use report::*;
@@ -76,8 +78,15 @@ use scenarios::*;
 use stubs::*;
 use tree::*;
 
+/// The harness and the minimal fan it starts both allocate as the service does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let options = parse_args();
+    if let Some(stores) = &options.minimal_fan {
+        return minimal::serve(stores);
+    }
     let began = Instant::now();
     if !service_binary().exists() {
         eprintln!(

@@ -149,6 +149,12 @@ pub(super) async fn start_ours(dir: &Path, config: &Path) -> Result<Service, Str
         .env("SEREN_SCC_LOG", LOG_FILTER)
         .env("SEREN_SCC_RUNTIME_STORES", dir.join("runtime-stores.json"))
         .current_dir(dir);
+    start_listening(command, "the callosum").await
+}
+
+/// Spawns `command` (a service that names where it listens on stderr, `what`), and waits for
+/// that line and then for its first `/health` 200.
+pub(super) async fn start_listening(command: Command, what: &str) -> Result<Service, String> {
     let began = Instant::now();
     let (mut proc, listening) = Proc::spawn(command)?;
     let addr = match tokio::time::timeout(Duration::from_secs(10), listening).await {
@@ -158,13 +164,13 @@ pub(super) async fn start_ours(dir: &Path, config: &Path) -> Result<Service, Str
             tokio::time::sleep(Duration::from_millis(50)).await;
             let how = proc.exited().unwrap_or_default();
             return Err(format!(
-                "the callosum never said where it listens ({how}):\n{}",
+                "{what} never said where it listens ({how}):\n{}",
                 proc.tail()
             ));
         }
         Err(_) => {
             return Err(format!(
-                "no 'listening on' line within 10 s:\n{}",
+                "{what}: no 'listening on' line within 10 s:\n{}",
                 proc.tail()
             ));
         }

@@ -7,6 +7,8 @@ pub(super) enum Who {
     Ours,
     OneHop,
     DirectFan,
+    /// The minimal fan (`minimal.rs`): reqwest and RRF, nothing else.
+    Minimal,
     Python,
     /// A callosum fanning callosums (the tree scenario's top), counted with the ones it fans.
     Tree,
@@ -20,6 +22,7 @@ impl Who {
             Who::Ours => "callosum",
             Who::OneHop => "one-hop",
             Who::DirectFan => "fan-direct",
+            Who::Minimal => "min-fan",
             Who::Python => "python",
             Who::Tree => "tree",
             Who::Middle => "middle",

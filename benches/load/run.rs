@@ -25,7 +25,7 @@ pub(super) async fn prepare(
         .tempdir()
         .map_err(|e| format!("no temp dir: {e}"))?;
     let python_port = free_port().map_err(|e| format!("no free port: {e}"))?;
-    let config = write_config(dir.path(), &stubs, python_port, scenario.edges)?;
+    let config = write_config(dir.path(), &stubs, python_port, scenario.packet)?;
     Ok((stubs, dir, python_port, config))
 }
 
@@ -182,13 +182,19 @@ pub(super) async fn run_scenario(ctx: &mut Context, scenario: &Scenario) -> Vec<
             return rows;
         }
     };
-    let expect = Expect::Fused {
-        hits: 10,
-        failed: if scenario.hanging {
-            vec!["hanging".into()]
-        } else {
-            Vec::new()
-        },
+    let expect = if scenario.packet.rich_stubs() {
+        Expect::Packet {
+            budget: PACKET_BUDGET_TOKENS,
+        }
+    } else {
+        Expect::Fused {
+            hits: 10,
+            failed: if scenario.hanging {
+                vec!["hanging".into()]
+            } else {
+                Vec::new()
+            },
+        }
     };
 
     // Ours.
@@ -196,6 +202,7 @@ pub(super) async fn run_scenario(ctx: &mut Context, scenario: &Scenario) -> Vec<
         Ok(service) => {
             ctx.starts.push(service.start);
             let target = Target::service(&service.base, &expect, CHECK_EVERY);
+            let before = accepted(&stubs);
             let row = measure(
                 ctx,
                 scenario,
@@ -205,6 +212,18 @@ pub(super) async fn run_scenario(ctx: &mut Context, scenario: &Scenario) -> Vec<
                 (scenario.warmup, scenario.requests),
             )
             .await;
+            // Keep-alive to every store: connections opened against searches made.
+            if !scenario.hanging {
+                ctx.notes.push(format!(
+                    "{}: the stubs accepted {} connections from the callosum over {} searches \
+                     (warm-up included) of {} stores at C={}",
+                    scenario.name,
+                    accepted(&stubs) - before,
+                    scenario.warmup + row.requests,
+                    scenario.stores,
+                    scenario.concurrency
+                ));
+            }
             rows.push(row);
         }
         Err(e) => ctx.failures.push(format!(
@@ -254,6 +273,26 @@ pub(super) async fn run_scenario(ctx: &mut Context, scenario: &Scenario) -> Vec<
             ));
         }
         rows.push(row);
+    }
+
+    // The minimal fan on the same stubs, as a process of its own (`minimal.rs`).
+    if scenario.minimal {
+        match start_minimal(&stubs).await {
+            Ok(service) => {
+                let target = Target::service(&service.base, &expect, CHECK_EVERY);
+                let row = measure(
+                    ctx,
+                    scenario,
+                    Who::Minimal,
+                    &[&service],
+                    &target,
+                    (scenario.warmup, scenario.requests),
+                )
+                .await;
+                rows.push(row);
+            }
+            Err(e) => ctx.failures.push(format!("{}: {e}", scenario.name)),
+        }
     }
 
     // The Python reference on the same stubs and the same config file.

@@ -55,7 +55,7 @@ impl Truth {
     fn of(stubs: &[Stub]) -> Result<Self, String> {
         let ids = (0..stubs.len())
             .map(|index| {
-                let body: Value = serde_json::from_slice(&stub_answer(index, TREE_HITS).1)
+                let body: Value = serde_json::from_slice(&stub_answer(index, TREE_HITS, false).1)
                     .map_err(|e| format!("stub {index}: {e}"))?;
                 Ok(body["hits"]
                     .as_array()
@@ -134,7 +134,7 @@ async fn start_fan(
     let dir = root.join(label);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
     let port = free_port().map_err(|e| format!("no free port: {e}"))?;
-    let config = write_config_for(&dir, entries, port, false)?;
+    let config = write_config_for(&dir, entries, port, Packet::Plain)?;
     let service = start_ours(&dir, &config)
         .await
         .map_err(|e| format!("the {label} callosum did not start: {e}"))?;
@@ -409,7 +409,7 @@ pub(super) async fn run_tree(ctx: &mut Context, scenario: &Scenario) -> Vec<Row>
 async fn tree(ctx: &mut Context, scenario: &Scenario, rows: &mut Vec<Row>) -> Result<(), String> {
     let mut stubs = Vec::with_capacity(scenario.stores);
     for index in 0..scenario.stores {
-        let stub = start_stub(index, scenario.latency, TREE_HITS).await;
+        let stub = start_stub(index, scenario.latency, TREE_HITS, false).await;
         stubs.push(stub.map_err(|e| format!("cannot start a stub store: {e}"))?);
     }
     let truth = Truth::of(&stubs)?;

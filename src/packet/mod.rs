@@ -109,7 +109,8 @@ impl Cut {
         }
     }
 
-    fn is_plain(&self) -> bool {
+    /// No page, seats or lead: the best `rows` of the fused order, and nothing past them read.
+    pub fn is_plain(&self) -> bool {
         self.budget.is_none() && self.min_per_store == 0 && self.authority_margin <= 0.0
     }
 }

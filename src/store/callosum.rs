@@ -6,7 +6,7 @@
 
 use super::{Options, Protocol, StoreType, decode_hits};
 use crate::config::StoreKind;
-use crate::fusion::Hit;
+use crate::fusion::{Hit, Keep};
 use crate::metadata::{Fragment, Metadata, RawObject};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -58,38 +58,35 @@ impl Protocol for Callosum {
         json!({"query": query, "n_results": n.clamp(1, MAX_N)})
     }
 
-    fn decode(&self, body: &[u8], limit: usize) -> Result<Vec<Hit>, String> {
-        let hits: Vec<InnerHit> = decode_hits(body, limit)?;
-        Ok(hits
-            .into_iter()
-            .map(|hit| {
-                // The inner hit's provenance wins over metadata keys of the same name.
-                let mut entries = hit.metadata.unwrap_or_default().0;
-                entries.extend([
-                    (
-                        Cow::Borrowed("origin_store"),
-                        Fragment::from(hit.store.as_deref()),
-                    ),
-                    (
-                        Cow::Borrowed("origin_rank"),
-                        hit.store_rank.map_or(Fragment::Null, Fragment::U64),
-                    ),
-                    (
-                        Cow::Borrowed("origin_score"),
-                        hit.score.map_or(Fragment::Null, Fragment::F64),
-                    ),
-                ]);
-                Hit {
-                    id: hit.id.unwrap_or_default(),
-                    content: hit.content.unwrap_or_default(),
-                    base_relevance: hit.base_relevance.unwrap_or(0.0),
-                    raw_distance: hit.raw_distance,
-                    native_score: hit.native_score,
-                    metadata: Metadata::from_entries(&mut entries),
-                    satellites: None,
-                }
-            })
-            .collect())
+    fn decode_kept(&self, body: &[u8], limit: usize, keep: Keep) -> Result<Vec<Hit>, String> {
+        let hits: Vec<InnerHit> = decode_hits(body, keep.limit(limit))?;
+        Ok(keep.take(hits.into_iter().map(|hit| {
+            // The inner hit's provenance wins over metadata keys of the same name.
+            let mut entries = hit.metadata.unwrap_or_default().0;
+            entries.extend([
+                (
+                    Cow::Borrowed("origin_store"),
+                    Fragment::from(hit.store.as_deref()),
+                ),
+                (
+                    Cow::Borrowed("origin_rank"),
+                    hit.store_rank.map_or(Fragment::Null, Fragment::U64),
+                ),
+                (
+                    Cow::Borrowed("origin_score"),
+                    hit.score.map_or(Fragment::Null, Fragment::F64),
+                ),
+            ]);
+            Hit {
+                id: hit.id.unwrap_or_default(),
+                content: hit.content.unwrap_or_default(),
+                base_relevance: hit.base_relevance.unwrap_or(0.0),
+                raw_distance: hit.raw_distance,
+                native_score: hit.native_score,
+                metadata: Metadata::from_entries(&mut entries),
+                satellites: None,
+            }
+        })))
     }
 }
 

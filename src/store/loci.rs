@@ -6,7 +6,7 @@
 
 use super::{Options, Protocol, StoreType, decode_hits, id_text, relevance_from_distance};
 use crate::config::StoreKind;
-use crate::fusion::Hit;
+use crate::fusion::{Hit, Keep};
 use crate::metadata::{Fragment, Metadata, Raw};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -78,33 +78,30 @@ impl Protocol for Loci {
         body
     }
 
-    fn decode(&self, body: &[u8], limit: usize) -> Result<Vec<Hit>, String> {
-        let hits: Vec<Fact> = decode_hits(body, limit)?;
-        Ok(hits
-            .into_iter()
-            .map(|fact| {
-                let content = render(fact.key.as_deref(), fact.value, fact.why.as_deref());
-                let base_relevance = fact
-                    .score
-                    .unwrap_or_else(|| relevance_from_distance(fact.raw_distance.unwrap_or(0.0)));
-                let mut entries = [
-                    (Cow::Borrowed("project"), Fragment::from(fact.project)),
-                    (Cow::Borrowed("key"), Fragment::from(fact.key.as_deref())),
-                    (Cow::Borrowed("why"), Fragment::from(fact.why.as_deref())),
-                    (Cow::Borrowed("match_kind"), Fragment::from(fact.match_kind)),
-                    (Cow::Borrowed("source"), Fragment::from(fact.source)),
-                ];
-                Hit {
-                    id: id_text(fact.id),
-                    content,
-                    base_relevance,
-                    raw_distance: fact.raw_distance,
-                    native_score: fact.score,
-                    metadata: Metadata::from_entries(&mut entries),
-                    satellites: None,
-                }
-            })
-            .collect())
+    fn decode_kept(&self, body: &[u8], limit: usize, keep: Keep) -> Result<Vec<Hit>, String> {
+        let hits: Vec<Fact> = decode_hits(body, keep.limit(limit))?;
+        Ok(keep.take(hits.into_iter().map(|fact| {
+            let content = render(fact.key.as_deref(), fact.value, fact.why.as_deref());
+            let base_relevance = fact
+                .score
+                .unwrap_or_else(|| relevance_from_distance(fact.raw_distance.unwrap_or(0.0)));
+            let mut entries = [
+                (Cow::Borrowed("project"), Fragment::from(fact.project)),
+                (Cow::Borrowed("key"), Fragment::from(fact.key.as_deref())),
+                (Cow::Borrowed("why"), Fragment::from(fact.why.as_deref())),
+                (Cow::Borrowed("match_kind"), Fragment::from(fact.match_kind)),
+                (Cow::Borrowed("source"), Fragment::from(fact.source)),
+            ];
+            Hit {
+                id: id_text(fact.id),
+                content,
+                base_relevance,
+                raw_distance: fact.raw_distance,
+                native_score: fact.score,
+                metadata: Metadata::from_entries(&mut entries),
+                satellites: None,
+            }
+        })))
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::{Options, Protocol, StoreType, decode_hits, id_text, relevance_from_distance};
 use crate::config::StoreKind;
-use crate::fusion::{Episode, Hit, Satellites};
+use crate::fusion::{Episode, Hit, Keep, Satellites};
 use crate::metadata::{Fragment, Metadata, Raw, RawObject};
 use crate::packet::edges::EdgeKind;
 use serde::Deserialize;
@@ -60,8 +60,8 @@ fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
 struct MemoryHit<'a> {
     #[serde(default)]
     id: Option<Value>,
-    #[serde(default)]
-    content: Option<String>,
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     tier: Option<Raw<'a>>,
     #[serde(default, borrow)]
@@ -92,39 +92,36 @@ impl Protocol for Memory {
         })
     }
 
-    fn decode(&self, body: &[u8], limit: usize) -> Result<Vec<Hit>, String> {
-        let hits: Vec<MemoryHit> = decode_hits(body, limit)?;
-        Ok(hits
-            .into_iter()
-            .map(|hit| {
-                let distance = hit
-                    .raw_distance
-                    .as_ref()
-                    .and_then(Value::as_f64)
-                    .unwrap_or(0.0);
-                // The later of two equal keys wins: the store's own metadata wins over `tier` and
-                // `topic` (put first), and `surroundings` and `matched_via`, when given, win over it.
-                let mut entries = with_tier_and_topic(hit.metadata, hit.tier, hit.topic);
-                // `recent` and `supersedes_entry` are lifted out whether or not edges are on,
-                // so only the counts stay on the core [5.3].
-                let (counts, satellites) = lift(hit.surroundings.filter(|v| !v.is_null()));
-                if let Some(counts) = &counts {
-                    entries.push((Cow::Borrowed("surroundings"), Fragment::Raw(counts)));
-                }
-                if let Some(via) = hit.matched_via.filter(|v| !v.is_null()) {
-                    entries.push((Cow::Borrowed("matched_via"), Fragment::Raw(via.text())));
-                }
-                Hit {
-                    id: id_text(hit.id),
-                    content: hit.content.unwrap_or_default(),
-                    base_relevance: relevance_from_distance(distance),
-                    raw_distance: Some(distance),
-                    native_score: hit.score,
-                    metadata: Metadata::from_entries(&mut entries),
-                    satellites,
-                }
-            })
-            .collect())
+    fn decode_kept(&self, body: &[u8], limit: usize, keep: Keep) -> Result<Vec<Hit>, String> {
+        let hits: Vec<MemoryHit> = decode_hits(body, keep.limit(limit))?;
+        Ok(keep.take(hits.into_iter().map(|hit| {
+            let distance = hit
+                .raw_distance
+                .as_ref()
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+            // The later of two equal keys wins: the store's own metadata wins over `tier` and
+            // `topic` (put first), and `surroundings` and `matched_via`, when given, win over it.
+            let mut entries = with_tier_and_topic(hit.metadata, hit.tier, hit.topic);
+            // `recent` and `supersedes_entry` are lifted out whether or not edges are on,
+            // so only the counts stay on the core [5.3].
+            let (counts, satellites) = lift(hit.surroundings.filter(|v| !v.is_null()));
+            if let Some(counts) = &counts {
+                entries.push((Cow::Borrowed("surroundings"), Fragment::Raw(counts)));
+            }
+            if let Some(via) = hit.matched_via.filter(|v| !v.is_null()) {
+                entries.push((Cow::Borrowed("matched_via"), Fragment::Raw(via.text())));
+            }
+            Hit {
+                id: id_text(hit.id),
+                content: hit.content.map(Cow::into_owned).unwrap_or_default(),
+                base_relevance: relevance_from_distance(distance),
+                raw_distance: Some(distance),
+                native_score: hit.score,
+                metadata: Metadata::from_entries(&mut entries),
+                satellites,
+            }
+        })))
     }
 
     fn topic_request(&self, topics: &[String], n: usize, exclude: &[String]) -> Option<Value> {
@@ -164,7 +161,7 @@ impl Protocol for Memory {
                 ]);
                 Hit {
                     id: id_text(hit.id),
-                    content: hit.content.unwrap_or_default(),
+                    content: hit.content.map(Cow::into_owned).unwrap_or_default(),
                     base_relevance: 0.0,
                     raw_distance: None,
                     native_score: hit.overlap,
@@ -199,8 +196,8 @@ fn with_tier_and_topic<'a>(
 struct TopicHit<'a> {
     #[serde(default)]
     id: Option<Value>,
-    #[serde(default)]
-    content: Option<String>,
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     tier: Option<Raw<'a>>,
     #[serde(default, borrow)]

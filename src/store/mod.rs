@@ -17,7 +17,7 @@ pub mod mcp;
 pub mod memory;
 pub mod remote;
 
-pub use crate::fusion::Hit;
+pub use crate::fusion::{Hit, Keep};
 pub use remote::{Failure, Remote};
 
 use crate::chain::Chain;
@@ -37,7 +37,12 @@ pub trait Protocol: Send + Sync {
     /// Reads the store's answer, best hit first, keeping at most `limit` hits (what was asked):
     /// the rest are read over without being kept, so an answer of millions of tiny hits costs the
     /// body and no more.
-    fn decode(&self, body: &[u8], limit: usize) -> Result<Vec<Hit>, String>;
+    fn decode(&self, body: &[u8], limit: usize) -> Result<Vec<Hit>, String> {
+        self.decode_kept(body, limit, Keep::ALL)
+    }
+    /// [`Protocol::decode`], building only the hits `keep` says the search can use: the answer
+    /// is still read (and checked) to its end, the rest is never copied out of it.
+    fn decode_kept(&self, body: &[u8], limit: usize, keep: Keep) -> Result<Vec<Hit>, String>;
     /// The topic search body (`/by_topic`): up to `n` memories tagged with any of `topics`, none
     /// of `exclude`. `None` for a protocol without topic search.
     fn topic_request(&self, _topics: &[String], _n: usize, _exclude: &[String]) -> Option<Value> {
@@ -189,6 +194,8 @@ pub struct Call {
     /// The whole call's deadline: the store's own `timeout_s`, else `per_store_timeout_s`.
     pub timeout: std::time::Duration,
     pub context: Context,
+    /// What of the answer the search can use ([`Keep::ALL`] but in a plain first round).
+    pub keep: Keep,
 }
 
 /// One store type: its name in the config ([`StoreKind::name`]) and how its stores are called.

@@ -147,7 +147,7 @@ impl Remote {
         let body = self.protocol.request(query, n, &call.context);
         let exchange = (&self.url, &body, chain, call.timeout);
         self.call(exchange, (n, purse), |bytes, limit| {
-            self.protocol.decode(bytes, limit)
+            self.protocol.decode_kept(bytes, limit, call.keep)
         })
         .await
     }

@@ -515,3 +515,46 @@ async fn the_depth_and_the_call_budget_bound_what_one_search_causes() {
         "84"
     );
 }
+
+/// A plain search builds only the hits fusion can keep (`fusion::Keep`): a malformed hit past the
+/// first `n_results` of a store is read over as JSON, not decoded, so the store still answers;
+/// `explain` reads every hit (it lists the ones left out), so there the store's answer fails and
+/// says which hit.
+#[tokio::test]
+async fn a_malformed_hit_past_what_a_plain_search_keeps_does_not_fail_the_store() {
+    let mut hits = memory_hits(&[("m1", 0.1), ("m2", 0.2), ("m3", 0.3), ("m4", 0.4)]);
+    hits[3]["raw_distance"] = json!(0.4);
+    hits[3]["content"] = json!(["not", "a", "string"]);
+    let memory = StubStore::hits(hits).await;
+    let callosum = Callosum::start(&config_yaml(&[(
+        "episodic",
+        "seren_memory",
+        &memory.url,
+        "",
+    )]))
+    .await;
+
+    let (status, body) = callosum.search("q", Some(3)).await;
+    assert_eq!(status, 200, "{body}");
+    let ids: Vec<&str> = (body["hits"].as_array().unwrap().iter())
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["m1", "m2", "m3"], "{body}");
+    assert_eq!(body["failed"], json!([]), "{body}");
+
+    // The fourth hit is one a search of 4 keeps: the store's answer fails, naming it.
+    let (status, body) = callosum.search("q", Some(4)).await;
+    assert_eq!(status, 200, "{body}");
+    let reason = body["failed"][0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("hits[3].content"), "{body}");
+
+    let (status, body) = (callosum)
+        .post(
+            "/search",
+            json!({"query": "q", "n_results": 3, "explain": true}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let reason = body["failed"][0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("hits[3].content"), "{body}");
+}

@@ -143,3 +143,52 @@ async fn a_hanging_store_costs_every_search_until_the_breaker_opens() {
         with.percentile(0.5)
     );
 }
+
+/// Keep-alive to every store: searches one after another reuse one connection per store, and
+/// concurrent ones at most one each, never one a search.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn searches_reuse_their_connections_to_the_stores() {
+    let body = |id: &str| -> axum::body::Bytes {
+        serde_json::to_vec(&json!({"hits": memory_hits(&[(id, 0.1)])}))
+            .unwrap()
+            .into()
+    };
+    let stores = [
+        StubStore::canned(body("a"), Duration::ZERO).await,
+        StubStore::canned(body("b"), Duration::ZERO).await,
+    ];
+    let config = format!(
+        "federation:\n  stores:\n    - name: one\n      type: seren_memory\n      url: {}\n    - name: two\n      type: seren_memory\n      url: {}\n",
+        stores[0].url, stores[1].url
+    );
+    let callosum = Arc::new(Callosum::start(&config).await);
+    let search = |callosum: Arc<Callosum>| async move {
+        let answer: serde_json::Value = (callosum.client)
+            .post(format!("{}/search", callosum.url))
+            .json(&json!({"query": "keep-alive"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(answer["hits"].as_array().map(Vec::len), Some(2), "{answer}");
+    };
+    for _ in 0..20 {
+        search(callosum.clone()).await;
+    }
+    let accepted: Vec<usize> = stores.iter().map(StubStore::accepted).collect();
+    assert_eq!(
+        accepted,
+        [1, 1],
+        "20 searches in a row, one connection to each store"
+    );
+    futures_util::future::join_all((0..8).map(|_| search(callosum.clone()))).await;
+    for store in &stores {
+        assert!(
+            (1..=8).contains(&store.accepted()),
+            "8 searches at once open at most 8 connections to a store: {}",
+            store.accepted()
+        );
+    }
+}

@@ -73,6 +73,8 @@ struct StubState {
 pub struct StubStore {
     pub url: String,
     captured: Arc<Mutex<Vec<Captured>>>,
+    /// Connections accepted so far (counted by the canned stores only).
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
     _stop: tokio_util::sync::DropGuard,
 }
 
@@ -89,6 +91,7 @@ impl StubStore {
         Self {
             url,
             captured,
+            accepted: Arc::default(),
             _stop: stop.drop_guard(),
         }
     }
@@ -97,15 +100,24 @@ impl StubStore {
     /// `latency`, as cheaply as it can: no capture, no parse, the bytes as given. The load bench's
     /// stores.
     pub async fn canned(body: Bytes, latency: Duration) -> Self {
-        let no_hits = Bytes::from_static(br#"{"hits":[]}"#);
+        Self::canned_with_topics(body, Bytes::from_static(br#"{"hits":[]}"#), latency).await
+    }
+
+    /// As [`StubStore::canned`], answering `/by_topic` with `topics` (the bench's packet runs).
+    pub async fn canned_with_topics(body: Bytes, topics: Bytes, latency: Duration) -> Self {
         let router = Router::new()
             .route("/search", post(canned_answer).with_state((body, latency)))
             .route(
                 "/by_topic",
-                post(canned_answer).with_state((no_hits, latency)),
+                post(canned_answer).with_state((topics, latency)),
             );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = accepted.clone();
+        let listener = axum::serve::ListenerExt::tap_io(listener, move |_| {
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        });
         let stop = CancellationToken::new();
         let cancelled = stop.clone().cancelled_owned();
         tokio::spawn(async move {
@@ -116,6 +128,7 @@ impl StubStore {
         Self {
             url,
             captured: Arc::default(),
+            accepted,
             _stop: stop.drop_guard(),
         }
     }
@@ -123,6 +136,11 @@ impl StubStore {
     /// A store answering these hits.
     pub async fn hits(hits: Value) -> Self {
         Self::start(Behaviour::Json(json!({ "hits": hits }))).await
+    }
+
+    /// Connections a canned store has accepted so far (keep-alive: far fewer than requests).
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every request received so far.
