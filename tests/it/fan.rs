@@ -523,7 +523,6 @@ async fn the_depth_and_the_call_budget_bound_what_one_search_causes() {
 #[tokio::test]
 async fn a_malformed_hit_past_what_a_plain_search_keeps_does_not_fail_the_store() {
     let mut hits = memory_hits(&[("m1", 0.1), ("m2", 0.2), ("m3", 0.3), ("m4", 0.4)]);
-    hits[3]["raw_distance"] = json!(0.4);
     hits[3]["content"] = json!(["not", "a", "string"]);
     let memory = StubStore::hits(hits).await;
     let callosum = Callosum::start(&config_yaml(&[(
