@@ -9,6 +9,7 @@
 //! The modules, in reading order, from the bottom up: each imports only those above it
 //! (ARCHITECTURE.md has the map and the invariants):
 //! - [`limits`]: every bound the service holds to, with its reason.
+//! - [`logline`]: log lines on stderr, gathered into batches while a server runs.
 //! - [`text`]: text made fit to show: cut short, escaped, printable, worded without values.
 //! - [`hosts`]: host names and web origins as settings and headers give them.
 //! - [`secret`]: a token or password whose `Debug` never shows it.
@@ -55,6 +56,7 @@ pub mod knobs;
 pub mod ledger;
 pub mod limits;
 pub mod listener;
+pub mod logline;
 pub mod mcp;
 pub mod metadata;
 pub mod metrics;

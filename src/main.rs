@@ -10,7 +10,7 @@ use seren_corpus_callosum::config::{self, Config, Exposure};
 use seren_corpus_callosum::federation::Federation;
 use seren_corpus_callosum::http::{self, AppState};
 use seren_corpus_callosum::text::{cut, printable};
-use seren_corpus_callosum::{api, demo, mcp, reload};
+use seren_corpus_callosum::{api, demo, logline, mcp, reload};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -159,7 +159,13 @@ struct SearchArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let code = run(Cli::parse());
+    // Anything a server's last moments logged (see `logline`).
+    logline::stderr().flush();
+    code
+}
+
+fn run(cli: Cli) -> ExitCode {
     // stdout is the answer (search, check) or the MCP channel (stdio): logs stay on stderr, and
     // the one-shot commands log only errors.
     let quiet = matches!(
@@ -234,7 +240,7 @@ fn init_logging(default: &str) {
     tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
+                .with_writer(logline::Stderr)
                 .with_ansi(std::io::stderr().is_terminal())
                 .with_target(false),
         )
@@ -508,6 +514,9 @@ async fn run_server(
     if let Some(banner) = banner {
         eprintln!("{}", banner.replace("{addr}", &addr.to_string()));
     }
+    // From here a line per request may follow: they leave in batches (`logline`) until the
+    // server returns.
+    let _batched = logline::stderr().batch();
     if let Some(loader) = loader {
         reload::spawn(federation.clone(), loader, shutdown.clone());
     }
@@ -570,6 +579,7 @@ async fn stdio(
     if let Some(loader) = loader {
         reload::spawn(federation.clone(), loader, shutdown.clone());
     }
+    let _batched = logline::stderr().batch();
     let served = mcp::serve_stdio(federation).await;
     shutdown.cancel();
     if let Some(sidecar) = sidecar {

@@ -13,6 +13,20 @@ pub(super) enum Expect {
     Stub,
 }
 
+impl Expect {
+    /// A service's answer under `packet`: a packet when the stubs carry what it works on, else
+    /// a fused answer of 10 hits with these stores failed.
+    pub(super) fn answer(packet: Packet, failed: Vec<String>) -> Self {
+        if packet.rich_stubs() {
+            Expect::Packet {
+                budget: PACKET_BUDGET_TOKENS,
+            }
+        } else {
+            Expect::Fused { hits: 10, failed }
+        }
+    }
+}
+
 /// Where one "search" of the load goes: one url (a service, or one stub store), or several at once
 /// (the direct fan: the load generator itself asks every stub and waits for all, no fusion).
 #[derive(Clone)]

@@ -107,6 +107,7 @@ pub(super) fn landing(rows: &[Row], ctx: &Context) -> Vec<String> {
             mark(p99 < 3.0)
         ));
     }
+    lines.extend(landing_external(rows));
     let idle = rows
         .iter()
         .filter(|r| r.who == Who::Ours)
@@ -178,6 +179,61 @@ pub(super) fn landing(rows: &[Row], ctx: &Context) -> Vec<String> {
             "python start: median {} ms over {} starts",
             ms(start),
             ctx.python_starts.len()
+        ));
+    }
+    lines
+}
+
+/// The wrk scenarios' lines: against Python and against the minimal fan, as above.
+fn landing_external(rows: &[Row]) -> Vec<String> {
+    let find =
+        |scenario: &str, who: Who| rows.iter().find(|r| r.scenario == scenario && r.who == who);
+    let mark = |ok: bool| if ok { "meets" } else { "misses" };
+    let mut lines = Vec::new();
+    for (scenario, what) in [
+        ("wrk-throughput", "plain RRF"),
+        ("wrk-throughput-packet", "5.3.0's packet"),
+    ] {
+        let Some(ours) = find(scenario, Who::Ours) else {
+            continue;
+        };
+        let load = format!(
+            "{scenario} (wrk, nginx stores) C=64 ({what}): {:.0}/s, {} us of CPU a search",
+            ours.rps,
+            micros(ours.cpu_us)
+        );
+        lines.push(match (ours.vs_python, find(scenario, Who::Python)) {
+            (Some(x), Some(python)) => format!(
+                "{load} = {x:.1}x Python's {:.0}/s ({} us a search) in the same run (target >= \
+                 100x): {}",
+                python.rps,
+                micros(python.cpu_us),
+                mark(x >= 100.0)
+            ),
+            _ => format!("{load}; no Python reference in this run"),
+        });
+        if let Some(min) = find(scenario, Who::Minimal).filter(|m| m.rps > 0.0) {
+            lines.push(format!(
+                "{scenario}: against the minimal fan's {:.0}/s = {:.2}x; CPU a search {} against \
+                 {} us",
+                min.rps,
+                ours.rps / min.rps,
+                micros(ours.cpu_us),
+                micros(min.cpu_us)
+            ));
+        }
+    }
+    if let (Some(ours), Some(min)) = (
+        find("wrk-latency", Who::Ours),
+        find("wrk-latency", Who::Minimal),
+    ) {
+        let x = ours.p50.as_secs_f64() / min.p50.as_secs_f64().max(1e-9);
+        lines.push(format!(
+            "wrk-latency C=1: p50 {} ms against the minimal fan's {} ms = {x:.2}x (target <= \
+             1.2x): {}",
+            ms(ours.p50),
+            ms(min.p50),
+            mark(x <= 1.2)
         ));
     }
     lines

@@ -57,6 +57,7 @@ const LOG_FILTER: &str = "warn,seren_corpus_callosum=info";
 mod support;
 
 mod drive;
+mod external;
 mod landing;
 mod minimal;
 mod procs;
@@ -68,6 +69,7 @@ mod stubs;
 mod tree;
 
 use drive::*;
+use external::*;
 use landing::*;
 use minimal::*;
 use procs::*;
@@ -146,6 +148,25 @@ fn main() -> ExitCode {
         });
         for scenario in chosen {
             rows.extend(run_scenario(&mut ctx, &scenario).await);
+        }
+        let external: Vec<External> = external_scenarios()
+            .into_iter()
+            .filter(|scenario| {
+                options
+                    .only
+                    .as_ref()
+                    .is_none_or(|only| only.iter().any(|name| name == scenario.name))
+            })
+            .collect();
+        if !external.is_empty() {
+            match external_tools() {
+                Ok(tools) => {
+                    for scenario in &external {
+                        rows.extend(run_external(&mut ctx, &tools, scenario).await);
+                    }
+                }
+                Err(e) => ctx.notes.push(format!("wrk scenarios: skipped, {e}")),
+            }
         }
         println!();
         println!(

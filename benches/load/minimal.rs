@@ -203,12 +203,12 @@ async fn search(State(fan): State<Arc<Fan>>, body: Bytes) -> Response {
         .into_response()
 }
 
-/// Starts the minimal fan over `stubs`, as a child process of this program.
-pub(super) async fn start_minimal(stubs: &[Stub]) -> Result<Service, String> {
+/// Starts the minimal fan over these stores, as a child process of this program.
+pub(super) async fn start_minimal(stores: &[Entry<'_>]) -> Result<Service, String> {
     let exe = std::env::current_exe().map_err(|e| format!("no path to this program: {e}"))?;
-    let list: Vec<String> = stubs
+    let list: Vec<String> = stores
         .iter()
-        .map(|stub| format!("{}={}", stub.name, stub.url))
+        .map(|(name, _, url)| format!("{name}={url}"))
         .collect();
     let mut command = Command::new(exe);
     command.arg("--minimal-fan").arg(list.join(","));

@@ -182,20 +182,12 @@ pub(super) async fn run_scenario(ctx: &mut Context, scenario: &Scenario) -> Vec<
             return rows;
         }
     };
-    let expect = if scenario.packet.rich_stubs() {
-        Expect::Packet {
-            budget: PACKET_BUDGET_TOKENS,
-        }
+    let failed = if scenario.hanging {
+        vec!["hanging".into()]
     } else {
-        Expect::Fused {
-            hits: 10,
-            failed: if scenario.hanging {
-                vec!["hanging".into()]
-            } else {
-                Vec::new()
-            },
-        }
+        Vec::new()
     };
+    let expect = Expect::answer(scenario.packet, failed);
 
     // Ours.
     match start_ours(dir.path(), &config).await {
@@ -277,7 +269,7 @@ pub(super) async fn run_scenario(ctx: &mut Context, scenario: &Scenario) -> Vec<
 
     // The minimal fan on the same stubs, as a process of its own (`minimal.rs`).
     if scenario.minimal {
-        match start_minimal(&stubs).await {
+        match start_minimal(&entries(&stubs)).await {
             Ok(service) => {
                 let target = Target::service(&service.base, &expect, CHECK_EVERY);
                 let row = measure(

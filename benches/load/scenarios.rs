@@ -19,7 +19,7 @@ pub(super) struct Args {
     /// Skip the Python reference in full mode.
     #[arg(long)]
     no_python: bool,
-    /// Run only these scenarios (throughput, latency, added-latency, throughput-packet, latency-packet, latency-packet-local, edges-latency, wide-fan, wide-64, one-hanging, memory-flat, tree).
+    /// Run only these scenarios (throughput, latency, added-latency, throughput-packet, latency-packet, latency-packet-local, edges-latency, wide-fan, wide-64, one-hanging, memory-flat, tree; driven by wrk against nginx stores: wrk-throughput, wrk-throughput-packet, wrk-latency).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     only: Option<Vec<String>>,
     /// Serve as the minimal fan over these stores (NAME=URL,...): the harness starts itself so.

@@ -231,11 +231,15 @@ pub(super) fn write_config(
     python_port: u16,
     packet: Packet,
 ) -> Result<PathBuf, String> {
-    let entries: Vec<Entry> = stubs
+    write_config_for(dir, &entries(stubs), python_port, packet)
+}
+
+/// The stubs as store entries of a config.
+pub(super) fn entries(stubs: &[Stub]) -> Vec<Entry<'_>> {
+    stubs
         .iter()
         .map(|stub| (stub.name.as_str(), stub.kind, stub.url.as_str()))
-        .collect();
-    write_config_for(dir, &entries, python_port, packet)
+        .collect()
 }
 
 /// A store entry of a config: name, type, url.

@@ -424,6 +424,56 @@ async fn one_request_line_per_request_and_the_query_only_when_asked() {
 }
 
 #[tokio::test]
+async fn every_request_line_reaches_stderr_under_load_and_through_a_graceful_stop() {
+    // Lines leave in batches while the server runs (`logline`): none may be lost or torn, the
+    // last ones included, which may still wait in a batch when SIGTERM comes.
+    use futures_util::StreamExt;
+    let memory = StubStore::hits(memory_hits(&[("m1", 0.1)])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &config_yaml(&[("episodic", "seren_memory", &memory.url, "")]),
+    );
+    let mut server = Server::start(command(&["serve", "-c", &config, "--port", "0"]));
+    let url = listening_url(&server.wait_for("listening on"));
+    let client = reqwest::Client::new();
+    let searches = (0..400).map(|i| {
+        let (client, url) = (&client, &url);
+        async move {
+            let response = client
+                .post(format!("{url}/search"))
+                .header("x-request-id", format!("load-{i:04}"))
+                .json(&json!({"query": "q"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+        }
+    });
+    futures_util::stream::iter(searches)
+        .buffer_unordered(32)
+        .collect::<Vec<()>>()
+        .await;
+    let (status, logs) = server.terminate();
+    assert!(status.is_some_and(|s| s.success()), "{status:?}: {logs}");
+    for i in 0..400 {
+        let rid = format!("rid=load-{i:04} ");
+        let lines: Vec<&str> = logs.lines().filter(|l| l.contains(&rid)).collect();
+        assert_eq!(lines.len(), 1, "{rid}: {lines:?}");
+        assert!(
+            lines[0].contains("method=POST") && lines[0].contains("status=200"),
+            "a torn line: {}",
+            lines[0]
+        );
+    }
+    let shutting = logs.find("shutting down").expect("the stop is logged");
+    assert!(
+        logs.rfind("rid=load-").unwrap() < shutting,
+        "request lines after the stop's: {logs}"
+    );
+}
+
+#[tokio::test]
 async fn init_writes_a_starter_that_loads_prints_the_host_entries_and_never_overwrites() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("new dir").join("callosum.yaml");

@@ -84,6 +84,33 @@ impl Server {
     }
 
     /// Stops the process and returns all it wrote to stderr.
+    /// Asks the server to stop (SIGTERM), waits for it to exit (bounded: killed past 20 s), and
+    /// returns how it exited (`None`: it had to be killed) with everything it wrote to stderr.
+    pub fn terminate(mut self) -> (Option<std::process::ExitStatus>, String) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let began = std::time::Instant::now();
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if began.elapsed() < Duration::from_secs(20) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break None;
+                }
+            }
+        };
+        // The reader ends at the pipe's end, once every line the process wrote is read.
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(10)) {
+            self.seen.push(line);
+        }
+        (status, self.seen.join("\n"))
+    }
+
     pub fn stop(mut self) -> String {
         let _ = self.child.kill();
         let _ = self.child.wait();
