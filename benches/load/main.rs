@@ -116,6 +116,13 @@ fn main() -> ExitCode {
         });
         None
     };
+    if let Some(cpus) = service_cpus() {
+        notes.push(format!(
+            "the services ran on CPUs {cpus} only (taskset, SCC_BENCH_SERVICE_CPUS); this \
+             process, its stubs, wrk and nginx on {}",
+            own_cpus()
+        ));
+    }
     if drive::explain() {
         notes.push("every search asks explain: true (SCC_BENCH_EXPLAIN=1)".into());
     }

@@ -156,7 +156,7 @@ pub(super) async fn start_ours(dir: &Path, config: &Path) -> Result<Service, Str
 /// that line and then for its first `/health` 200.
 pub(super) async fn start_listening(command: Command, what: &str) -> Result<Service, String> {
     let began = Instant::now();
-    let (mut proc, listening) = Proc::spawn(command)?;
+    let (mut proc, listening) = Proc::spawn(pinned(command))?;
     let addr = match tokio::time::timeout(Duration::from_secs(10), listening).await {
         Ok(Ok(addr)) => addr,
         Ok(Err(_)) => {
@@ -201,7 +201,7 @@ pub(super) async fn start_python(
         .env("SEREN_SCC_RUNTIME_STORES", dir.join("runtime-stores.json"))
         .current_dir(dir);
     let began = Instant::now();
-    let (proc, _listening) = Proc::spawn(command)?;
+    let (proc, _listening) = Proc::spawn(pinned(command))?;
     Service::ready(
         proc,
         format!("http://127.0.0.1:{port}"),
@@ -266,4 +266,50 @@ pub(super) async fn wait_healthy(
 pub(super) fn free_port() -> Result<u16, String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// `SCC_BENCH_SERVICE_CPUS=LIST` (a taskset CPU list, such as `1`): every service (ours, the
+/// minimal fan, Python) runs on these CPUs only. Run the harness itself with `taskset -c OTHERS`,
+/// and the load generator and the stores (wrk and nginx too) keep to the others: figures per
+/// service core, nearer a machine where the stores are elsewhere.
+pub(super) fn service_cpus() -> Option<String> {
+    std::env::var("SCC_BENCH_SERVICE_CPUS")
+        .ok()
+        .filter(|cpus| !cpus.trim().is_empty())
+}
+
+/// The CPUs this process may run on (`Cpus_allowed_list`).
+pub(super) fn own_cpus() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+                .map(|list| list.trim().to_owned())
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+/// `command` run through `taskset -c LIST` when [`service_cpus`] names CPUs; else as it is.
+pub(super) fn pinned(command: Command) -> Command {
+    let Some(cpus) = service_cpus() else {
+        return command;
+    };
+    let mut wrapped = Command::new("taskset");
+    wrapped
+        .arg("-c")
+        .arg(cpus)
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
 }

@@ -3,7 +3,8 @@
 use super::*;
 
 /// `cargo bench --bench load -- [--quick] [--python | --no-python] [--only A,B]`.
-/// `SCC_BENCH_BIN=PATH` runs another build of the service (an unstripped one, to profile).
+/// `SCC_BENCH_BIN=PATH` runs another build of the service (an unstripped one, to profile);
+/// `SCC_BENCH_SERVICE_CPUS=LIST` runs the services on those CPUs only (`procs::pinned`).
 #[derive(clap::Parser)]
 #[command(
     name = "load",
