@@ -183,20 +183,9 @@ struct WrkRun {
     max: Duration,
     /// Non-2xx answers and socket errors.
     errors: usize,
-    /// CPU of wrk, nginx and the service during the run.
-    wrk_cpu: Duration,
-    nginx_cpu: Duration,
+    /// CPU of the load (wrk and nginx together) and of the service during the run.
+    load_cpu: Duration,
     service_cpu: Duration,
-}
-
-/// The CPU of this process's reaped children (`cutime + cstime`).
-fn children_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // cutime is field 16, cstime 17; `rest` starts at field 3.
-    let ticks: u64 = fields.get(13)?.parse::<u64>().ok()? + fields.get(14)?.parse::<u64>().ok()?;
-    Some(Duration::from_secs_f64(ticks as f64 / clock_ticks() as f64))
 }
 
 /// A wrk latency such as `812.00us`, `1.23ms` or `2.01s`.
@@ -278,7 +267,9 @@ fn run_wrk(
     pids: (u32, u32),
 ) -> Result<WrkRun, String> {
     let cpu = |pid: u32| cpu_time(&pid.to_string()).unwrap_or_default();
-    let (service0, nginx0, wrk0) = (cpu(pids.0), cpu(pids.1), children_cpu().unwrap_or_default());
+    // wrk's CPU is this process's reaped-children time: wrk is the only child it waits for here.
+    let load = || cpu(pids.1) + children_cpu_time("self").unwrap_or_default();
+    let (service0, load0) = (cpu(pids.0), load());
     let output = Command::new(&tools.wrk)
         .args(["-t1", &format!("-c{concurrency}"), &format!("-d{seconds}s")])
         .args(["--latency", "--timeout", "10s", "-s"])
@@ -287,10 +278,6 @@ fn run_wrk(
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run wrk: {e}"))?;
-    let mut run = parse_wrk(&String::from_utf8_lossy(&output.stdout))?;
-    run.service_cpu = cpu(pids.0).saturating_sub(service0);
-    run.nginx_cpu = cpu(pids.1).saturating_sub(nginx0);
-    run.wrk_cpu = children_cpu().unwrap_or_default().saturating_sub(wrk0);
     if !output.status.success() {
         return Err(format!(
             "wrk exited with {}: {}",
@@ -298,6 +285,9 @@ fn run_wrk(
             String::from_utf8_lossy(&output.stderr)
         ));
     }
+    let mut run = parse_wrk(&String::from_utf8_lossy(&output.stdout))?;
+    run.service_cpu = cpu(pids.0).saturating_sub(service0);
+    run.load_cpu = load().saturating_sub(load0);
     Ok(run)
 }
 
@@ -371,8 +361,7 @@ fn combine(runs: &[WrkRun]) -> WrkRun {
         p99: mean(|r| r.p99),
         max: runs.iter().map(|r| r.max).max().unwrap_or_default(),
         errors: runs.iter().map(|r| r.errors).sum(),
-        wrk_cpu: runs.iter().map(|r| r.wrk_cpu).sum(),
-        nginx_cpu: runs.iter().map(|r| r.nginx_cpu).sum(),
+        load_cpu: runs.iter().map(|r| r.load_cpu).sum(),
         service_cpu: runs.iter().map(|r| r.service_cpu).sum(),
     }
 }
@@ -489,7 +478,7 @@ pub(super) async fn run_external(
                     vs_hop: None,
                     vs_python: None,
                     cpu_us: per(run.service_cpu),
-                    harness_us: per(run.wrk_cpu + run.nginx_cpu),
+                    harness_us: per(run.load_cpu),
                 }
             },
         )

@@ -147,23 +147,15 @@ fn main() -> ExitCode {
             failures: Vec::new(),
         };
         let mut rows = Vec::new();
-        let chosen = scenarios(options.quick).into_iter().filter(|scenario| {
-            options
-                .only
-                .as_ref()
-                .is_none_or(|only| only.iter().any(|name| name == scenario.name))
-        });
+        let chosen = scenarios(options.quick)
+            .into_iter()
+            .filter(|scenario| options.runs(scenario.name));
         for scenario in chosen {
             rows.extend(run_scenario(&mut ctx, &scenario).await);
         }
         let external: Vec<External> = external_scenarios()
             .into_iter()
-            .filter(|scenario| {
-                options
-                    .only
-                    .as_ref()
-                    .is_none_or(|only| only.iter().any(|name| name == scenario.name))
-            })
+            .filter(|scenario| options.runs(scenario.name))
             .collect();
         if !external.is_empty() {
             match external_tools() {

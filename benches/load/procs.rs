@@ -99,12 +99,23 @@ pub(super) fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
 
 /// CPU time (user + system, all threads) a process has used so far, from `/proc/PID/stat`.
 pub(super) fn cpu_time(pid: &str) -> Option<Duration> {
+    stat_times(pid, 14)
+}
+
+/// CPU time of a process's children that it has waited for (`cutime + cstime`).
+pub(super) fn children_cpu_time(pid: &str) -> Option<Duration> {
+    stat_times(pid, 16)
+}
+
+/// Fields `field` and `field + 1` of `/proc/PID/stat` (1-based, as proc(5) numbers them), added
+/// and read as clock ticks.
+fn stat_times(pid: &str, field: usize) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses and may hold spaces: state is the
-    // first of them (field 3), utime field 14, stime field 15.
+    // Fields after the command name, which is in parentheses and may hold spaces: `rest` starts
+    // at field 3 (the state).
     let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let mut fields = rest.split_whitespace().skip(field - 3);
+    let ticks: u64 = fields.next()?.parse::<u64>().ok()? + fields.next()?.parse::<u64>().ok()?;
     Some(Duration::from_secs_f64(ticks as f64 / clock_ticks() as f64))
 }
 

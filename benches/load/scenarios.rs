@@ -40,6 +40,15 @@ pub(super) struct Options {
     pub(super) minimal_fan: Option<String>,
 }
 
+impl Options {
+    /// Whether the scenario named `name` runs (`--only`, else every one).
+    pub(super) fn runs(&self, name: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|chosen| chosen == name))
+    }
+}
+
 /// The command line, read with clap (`--help` says the same as the doc above).
 pub(super) fn parse_args() -> Options {
     use clap::Parser;
