@@ -3,8 +3,8 @@
 //!
 //! A pointer is `"service/user"` (split at the first `/`), as the Python family writes it. The
 //! backend is the platform's own store, so the callosum reads what Python's `keyring` wrote: the
-//! Secret Service on Linux and the BSDs (GNOME Keyring, KWallet, KeePassXC), the Keychain on
-//! macOS, the Credential Manager on Windows. A headless Linux box has no Secret Service; there the
+//! Secret Service on Linux and the BSDs (GNOME Keyring, KWallet, KeePassXC), the login Keychain
+//! on macOS (through `/usr/bin/security`: `keychain/login.rs`), the Credential Manager on Windows. A headless Linux box has no Secret Service; there the
 //! kernel's key retention service (keyutils, the user keyring) is used for reads. `SEREN_SCC_KEYRING` (or
 //! `server.keyring`) picks a backend by name instead.
 //!
@@ -17,6 +17,9 @@
 
 use crate::secret::Secret;
 use std::collections::HashMap;
+
+#[cfg(any(target_os = "macos", all(test, unix)))]
+mod login;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -234,6 +237,7 @@ impl Keychain {
 
 /// Opens a backend, or says why it could not.
 fn open(backend: Backend) -> Result<Arc<dyn Store>, String> {
+    #[cfg(not(target_os = "macos"))]
     let os = |store: Result<Arc<keyring_core::CredentialStore>, keyring_core::Error>,
               name: &'static str,
               persistent: bool| {
@@ -261,11 +265,7 @@ fn open(backend: Backend) -> Result<Arc<dyn Store>, String> {
         #[cfg(target_os = "linux")]
         Backend::Keyutils => Ok(Arc::new(kernel::UserKeyring) as Arc<dyn Store>),
         #[cfg(target_os = "macos")]
-        Backend::Keychain => os(
-            apple_native_keyring_store::keychain::Store::new().map(|s| s as _),
-            "macOS Keychain",
-            true,
-        ),
+        Backend::Keychain => Ok(Arc::new(login::LoginKeychain::system()) as Arc<dyn Store>),
         #[cfg(target_os = "windows")]
         Backend::Windows => os(
             windows_native_keyring_store::Store::new().map(|s| s as _),
@@ -302,21 +302,16 @@ fn open_auto() -> Result<Arc<dyn Store>, String> {
     Err("this platform has no keychain the callosum knows".into())
 }
 
-/// A backend of the keyring crates.
+/// A backend of the keyring crates (not on macOS: `login.rs` is the Keychain there).
+#[cfg(not(target_os = "macos"))]
 struct Os {
     store: Arc<keyring_core::CredentialStore>,
     name: &'static str,
     persistent: bool,
 }
 
+#[cfg(not(target_os = "macos"))]
 impl Os {
-    fn entry(&self, pointer: &Pointer) -> Result<keyring_core::Entry, KeychainError> {
-        self.entries(pointer)?
-            .into_iter()
-            .next()
-            .ok_or_else(|| KeychainError::NotFound(pointer.clone()))
-    }
-
     /// The entries a pointer may name, in the order Python's `keyring` looks them up.
     fn entries(&self, pointer: &Pointer) -> Result<Vec<keyring_core::Entry>, KeychainError> {
         let failed = |e: keyring_core::Error| failure(pointer, &e);
@@ -344,19 +339,40 @@ impl Os {
             .map(|entry| vec![entry])
             .map_err(failed)
     }
+
+    /// Whether `entry` holds another user's secret: on Windows an entry under the bare service
+    /// name is any user's, and says whose in its user name. Elsewhere an entry is one user's.
+    fn holds_another_user(entry: &keyring_core::Entry, pointer: &Pointer) -> bool {
+        cfg!(target_os = "windows")
+            && entry
+                .get_attributes()
+                .ok()
+                .and_then(|a| a.get("username").cloned())
+                .is_some_and(|user| user != pointer.user)
+    }
+
+    /// The entry that holds, or is to hold, `pointer`'s secret: the first that is not another
+    /// user's, as Python's `keyring` chooses (on Windows the bare service name while it is free
+    /// or this user's, else `user@service`).
+    fn own_entry(&self, pointer: &Pointer) -> Result<keyring_core::Entry, KeychainError> {
+        let mut entries = self.entries(pointer)?.into_iter();
+        let first = entries
+            .next()
+            .ok_or_else(|| KeychainError::NotFound(pointer.clone()))?;
+        if Self::holds_another_user(&first, pointer) {
+            return entries
+                .next()
+                .ok_or_else(|| KeychainError::NotFound(pointer.clone()));
+        }
+        Ok(first)
+    }
 }
 
+#[cfg(not(target_os = "macos"))]
 impl Store for Os {
     fn get(&self, pointer: &Pointer) -> Result<Secret, KeychainError> {
         for entry in self.entries(pointer)? {
-            // On Windows the entry under the bare service name may belong to another user.
-            if cfg!(target_os = "windows")
-                && entry
-                    .get_attributes()
-                    .ok()
-                    .and_then(|a| a.get("username").cloned())
-                    .is_some_and(|user| user != pointer.user)
-            {
+            if Self::holds_another_user(&entry, pointer) {
                 continue;
             }
             match entry.get_password() {
@@ -369,17 +385,33 @@ impl Store for Os {
     }
 
     fn set(&self, pointer: &Pointer, secret: &Secret) -> Result<(), KeychainError> {
-        self.entry(pointer)?
+        let entry = self.own_entry(pointer)?;
+        entry
             .set_password(secret.expose())
-            .map_err(|e| failure(pointer, &e))
+            .map_err(|e| failure(pointer, &e))?;
+        // An entry named by its target alone is written with no user name: it is given this
+        // user's, or a later read (ours or Python's) would take it for nobody's.
+        if cfg!(target_os = "windows") {
+            entry
+                .update_attributes(&HashMap::from([("username", pointer.user.as_str())]))
+                .map_err(|e| failure(pointer, &e))?;
+        }
+        Ok(())
     }
 
+    /// Deletes the entry `get` reads.
     fn delete(&self, pointer: &Pointer) -> Result<(), KeychainError> {
-        match self.entry(pointer)?.delete_credential() {
-            Ok(()) => Ok(()),
-            Err(keyring_core::Error::NoEntry) => Err(KeychainError::NotFound(pointer.clone())),
-            Err(e) => Err(failure(pointer, &e)),
+        for entry in self.entries(pointer)? {
+            if Self::holds_another_user(&entry, pointer) {
+                continue;
+            }
+            match entry.delete_credential() {
+                Ok(()) => return Ok(()),
+                Err(keyring_core::Error::NoEntry) => continue,
+                Err(e) => return Err(failure(pointer, &e)),
+            }
         }
+        Err(KeychainError::NotFound(pointer.clone()))
     }
 
     fn persistent(&self) -> bool {
@@ -473,6 +505,7 @@ fn usable(pointer: &Pointer, text: String) -> Result<Secret, KeychainError> {
         .ok_or_else(|| failed("the entry is empty".into()))
 }
 
+#[cfg(not(target_os = "macos"))]
 fn failure(pointer: &Pointer, error: &keyring_core::Error) -> KeychainError {
     match error {
         keyring_core::Error::NoEntry => KeychainError::NotFound(pointer.clone()),
@@ -484,6 +517,7 @@ fn failure(pointer: &Pointer, error: &keyring_core::Error) -> KeychainError {
 }
 
 /// A keyring error in words. The variants that carry the stored bytes are named, never shown.
+#[cfg(not(target_os = "macos"))]
 fn words(error: &keyring_core::Error) -> String {
     use keyring_core::Error as E;
     let text = match error {

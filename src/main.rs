@@ -335,13 +335,44 @@ fn init(arg: &ConfigArg) -> ExitCode {
     }
     let exe = std::env::current_exe()
         .and_then(|exe| exe.canonicalize())
+        .map(|exe| without_verbatim_prefix(&exe))
         .unwrap_or_else(|_| PathBuf::from("seren-corpus-callosum"));
     let launcher = std::env::var("SEREN_SCC_LAUNCHER").ok();
     print!(
         "{}",
-        host_entries(&launch(&exe, launcher.as_deref()), &path)
+        host_entries(
+            &launch(&exe, launcher.as_deref()),
+            &without_verbatim_prefix(&path),
+            &claude_desktop_config()
+        )
     );
     ExitCode::SUCCESS
+}
+
+/// Where Claude Desktop reads its config on this system: `%APPDATA%\Claude\` on Windows,
+/// `~/Library/Application Support/Claude/` on macOS, `~/.config/Claude/` on Linux (where its
+/// unofficial builds look).
+fn claude_desktop_config() -> String {
+    directories::BaseDirs::new().map_or_else(
+        || "claude_desktop_config.json".to_owned(),
+        |dirs| {
+            dirs.config_dir()
+                .join("Claude")
+                .join("claude_desktop_config.json")
+                .display()
+                .to_string()
+        },
+    )
+}
+
+/// `path` without Windows' `\\?\` prefix, which `canonicalize` puts before `C:\...` there and
+/// which a host's config should not carry. Other paths are left as they are.
+fn without_verbatim_prefix(path: &std::path::Path) -> PathBuf {
+    let text = path.to_string_lossy();
+    match text.strip_prefix(r"\\?\") {
+        Some(rest) if rest.as_bytes().get(1) == Some(&b':') => PathBuf::from(rest),
+        _ => path.to_path_buf(),
+    }
 }
 
 /// Creates the file (and its directory) with the starter text, readable by its owner only: it
@@ -385,8 +416,9 @@ fn launch(exe: &std::path::Path, launcher: Option<&str>) -> Vec<String> {
     }
 }
 
-/// The entries that make MCP hosts spawn `launch` over stdio with the config at `path`.
-fn host_entries(launch: &[String], path: &std::path::Path) -> String {
+/// The entries that make MCP hosts spawn `launch` over stdio with the config at `path`; Claude
+/// Desktop's own config is at `claude_config`.
+fn host_entries(launch: &[String], path: &std::path::Path, claude_config: &str) -> String {
     let path = path.display().to_string();
     let json = |s: &str| serde_json::Value::from(s).to_string();
     let (command, lead) = launch.split_first().expect("a launch line has a command");
@@ -412,7 +444,7 @@ fn host_entries(launch: &[String], path: &std::path::Path) -> String {
         .collect::<Vec<_>>()
         .join(" ");
     format!(
-        "Claude Desktop (claude_desktop_config.json, under \"mcpServers\"):\n  \
+        "Claude Desktop ({claude_config}, under \"mcpServers\"):\n  \
          \"seren-corpus-callosum\": {{\"command\": {command_json}, \"args\": {args}}}\n\n\
          Claude Code:\n  claude mcp add seren-corpus-callosum -- {line} stdio -c {path_sh}\n\n\
          VS Code (.vscode/mcp.json, under \"servers\"):\n  \
@@ -617,6 +649,12 @@ fn notify_systemd(state: &str) {
     let _ = state;
 }
 
+/// The first request to stop: SIGINT (Ctrl-C) or SIGTERM on Unix; on Windows Ctrl-C,
+/// Ctrl-Break, the console window closed, the user logging off or the system shutting down (what a
+/// service wrapper such as WinSW or NSSM sends to stop a console program). In-flight requests then
+/// drain (at most `limits::DRAIN`); the overlay needs no flush, every change was written whole when
+/// it was made. Windows ends a process about five seconds after a console close: a longer drain is
+/// cut there, never a half-written overlay.
 async fn wait_for_signal() {
     #[cfg(unix)]
     {
@@ -633,7 +671,27 @@ async fn wait_for_signal() {
             }
         }
     }
-    #[cfg(not(unix))]
+    #[cfg(windows)]
+    {
+        use tokio::signal::windows;
+        let (Ok(mut brk), Ok(mut close), Ok(mut logoff), Ok(mut shutdown)) = (
+            windows::ctrl_break(),
+            windows::ctrl_close(),
+            windows::ctrl_logoff(),
+            windows::ctrl_shutdown(),
+        ) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = brk.recv() => {}
+            _ = close.recv() => {}
+            _ = logoff.recv() => {}
+            _ = shutdown.recv() => {}
+        }
+    }
+    #[cfg(not(any(unix, windows)))]
     {
         let _ = tokio::signal::ctrl_c().await;
     }
@@ -1138,10 +1196,28 @@ mod tests {
     }
 
     #[test]
+    fn a_windows_verbatim_prefix_is_dropped_from_a_drive_path_only() {
+        assert_eq!(
+            without_verbatim_prefix(Path::new(r"\\?\C:\Users\a\s.exe")),
+            Path::new(r"C:\Users\a\s.exe")
+        );
+        for kept in [r"\\?\UNC\server\share\s.exe", "/home/a/s", r"C:\a"] {
+            assert_eq!(without_verbatim_prefix(Path::new(kept)), Path::new(kept));
+        }
+    }
+
+    #[test]
     fn host_entries_put_the_runner_words_before_stdio() {
         let entries = host_entries(
             &launch(Path::new("/c/uv/archive-v0/1/bin/s"), None),
             Path::new("/home/a b/c.yaml"),
+            r"C:\Users\a\AppData\Roaming\Claude\claude_desktop_config.json",
+        );
+        assert!(
+            entries.starts_with(
+                r#"Claude Desktop (C:\Users\a\AppData\Roaming\Claude\claude_desktop_config.json, under "mcpServers")"#
+            ),
+            "{entries}"
         );
         assert!(
             entries.contains(

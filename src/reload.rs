@@ -210,7 +210,7 @@ impl Watched {
     }
 }
 
-/// `SIGHUP`s, where there are signals; elsewhere a stream that never yields.
+/// `SIGHUP`s, where there are signals. Windows has none: there the file watch alone reloads.
 fn hangups() -> Hangups {
     #[cfg(unix)]
     {
@@ -225,16 +225,17 @@ fn hangups() -> Hangups {
     }
     #[cfg(not(unix))]
     {
-        Hangups(None)
+        Hangups
     }
 }
 
-struct Hangups(
-    #[cfg(unix)] Option<tokio::signal::unix::Signal>,
-    #[cfg(not(unix))] Option<()>,
-);
+#[cfg(unix)]
+struct Hangups(Option<tokio::signal::unix::Signal>);
+#[cfg(not(unix))]
+struct Hangups;
 
 impl Hangups {
+    /// The next `SIGHUP`; never, where there is none to wait for.
     async fn recv(&mut self) -> Option<()> {
         #[cfg(unix)]
         if let Some(stream) = &mut self.0 {

@@ -464,7 +464,7 @@ impl Inner {
         let secret = entry.token.clone()?;
         let config = self.config();
         if config.names_pointer(&Pointer::for_store(&entry.name)) {
-            tracing::info!(store = %entry.name, "the config names this store's keychain entry itself: the token is kept in the runtime overlay (mode 0600)");
+            tracing::info!(store = %entry.name, "the config names this store's keychain entry itself: the token is kept in the runtime overlay ({})", crate::overlay::PRIVACY);
             return None;
         }
         let keychain = config.keychain.clone();
@@ -475,7 +475,7 @@ impl Inner {
         )
         .await;
         let Ok(kept) = kept else {
-            tracing::warn!(store = %entry.name, "the keychain did not answer within 10 s; the token is kept in the runtime overlay (mode 0600)");
+            tracing::warn!(store = %entry.name, "the keychain did not answer within 10 s; the token is kept in the runtime overlay ({})", crate::overlay::PRIVACY);
             return None;
         };
         match kept {
@@ -485,15 +485,15 @@ impl Inner {
                 Some(pointer)
             }
             Ok(Ok(None)) => {
-                tracing::info!(store = %entry.name, "no persistent keychain, or its entry for this store holds another token: the store's token is kept in the runtime overlay (mode 0600)");
+                tracing::info!(store = %entry.name, "no persistent keychain, or its entry for this store holds another token: the store's token is kept in the runtime overlay ({})", crate::overlay::PRIVACY);
                 None
             }
             Ok(Err(error)) => {
-                tracing::warn!(store = %entry.name, %error, "the keychain did not take the store's token; it is kept in the runtime overlay (mode 0600)");
+                tracing::warn!(store = %entry.name, %error, "the keychain did not take the store's token; it is kept in the runtime overlay ({})", crate::overlay::PRIVACY);
                 None
             }
             Err(join) => {
-                tracing::warn!(store = %entry.name, error = %join, "the keychain writer stopped; the token is kept in the runtime overlay (mode 0600)");
+                tracing::warn!(store = %entry.name, error = %join, "the keychain writer stopped; the token is kept in the runtime overlay ({})", crate::overlay::PRIVACY);
                 None
             }
         }

@@ -70,10 +70,9 @@ impl Verifier {
     /// roots, and the OS store's too with `trust_system_store` (`tls.trust_system_store`).
     pub fn new(settings: OAuth, trust_system_store: bool) -> Self {
         // No redirects: keys come from where the issuer's own document says, nowhere else.
-        let client = reqwest::Client::builder()
+        let client = crate::store::clients::tls_builder(trust_system_store)
+            .expect("rustls initializes (the stores' client was built the same way)")
             .user_agent(concat!("seren-corpus-callosum/", env!("CARGO_PKG_VERSION")))
-            .tls_built_in_webpki_certs(true)
-            .tls_built_in_native_certs(trust_system_store)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(FETCH_TIMEOUT)
             .build()

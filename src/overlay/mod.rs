@@ -340,6 +340,15 @@ pub struct Lock {
     _file: std::fs::File,
 }
 
+/// How the overlay file is kept from other users, in words for a log line: mode 0600 on Unix; on
+/// Windows the ACL its directory passes down (under `%APPDATA%`: the user, SYSTEM and
+/// Administrators), and tokens given at run time go to the Credential Manager, not the file.
+pub const PRIVACY: &str = if cfg!(unix) {
+    "mode 0600"
+} else {
+    "readable as its directory allows"
+};
+
 /// Takes the overlay's lock, waiting for another process that holds it. Blocking: call it off the
 /// async threads.
 pub fn lock(path: &Path) -> std::io::Result<Lock> {

@@ -145,18 +145,51 @@ fn roots(trust_system_store: bool) -> RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
     if trust_system_store {
-        let native = rustls_native_certs::load_native_certs();
-        let (added, ignored) = roots.add_parsable_certificates(native.certs);
-        if !native.errors.is_empty() || ignored > 0 {
-            tracing::debug!(
-                added,
-                ignored,
-                errors = native.errors.len(),
-                "OS certificate store read in part"
-            );
+        let (certs, errors) = system_roots();
+        let (added, ignored) = roots.add_parsable_certificates(certs);
+        if errors > 0 || ignored > 0 {
+            tracing::debug!(added, ignored, errors, "OS certificate store read in part");
         }
     }
     roots
+}
+
+/// The OS store's certificates, and how many of its sources could not be read.
+#[cfg(not(target_os = "macos"))]
+fn system_roots() -> (Vec<CertificateDer<'static>>, usize) {
+    let native = rustls_native_certs::load_native_certs();
+    (native.certs, native.errors.len())
+}
+
+/// The OS store's certificates on macOS: the system roots as the OS ships them in
+/// `/etc/ssl/cert.pem`, read as a file, so the binary links no Security framework (contract §7).
+/// Roots a user added to the login Keychain are not among them: name such a CA in `tls_ca_file`.
+#[cfg(target_os = "macos")]
+fn system_roots() -> (Vec<CertificateDer<'static>>, usize) {
+    match std::fs::read("/etc/ssl/cert.pem") {
+        Ok(bytes) => {
+            let (mut certs, mut errors) = (Vec::new(), 0);
+            for cert in CertificateDer::pem_slice_iter(&bytes) {
+                match cert {
+                    Ok(cert) => certs.push(cert),
+                    Err(_) => errors += 1,
+                }
+            }
+            (certs, errors)
+        }
+        Err(_) => (Vec::new(), 1),
+    }
+}
+
+/// A reqwest builder over the one rustls config, with the webpki roots and, with
+/// `trust_system_store`, the OS store's: for the OAuth issuer, which is no store but is reached as
+/// one would be.
+pub fn tls_builder(trust_system_store: bool) -> Result<reqwest::ClientBuilder, BuildError> {
+    let roots = roots(trust_system_store);
+    Ok(
+        reqwest::Client::builder()
+            .use_preconfigured_tls(tls_config(&roots, &[b"h2", b"http/1.1"])?),
+    )
 }
 
 /// The one rustls config of every store client: ring, TLS 1.2 and 1.3, `roots`, no client
@@ -192,9 +225,15 @@ fn http_client(roots: &RootCertStore) -> Result<reqwest::Client, BuildError> {
 
 /// The MCP client: HTTP/1.1 (rmcp's reqwest is built without HTTP/2).
 fn mcp_client(roots: &RootCertStore) -> Result<McpHttp, BuildError> {
-    Ok(reqwest_mcp::Client::builder()
+    let builder = reqwest_mcp::Client::builder();
+    #[cfg(not(target_os = "macos"))]
+    let builder = builder.tls_backend_preconfigured(tls_config(roots, &[b"http/1.1"])?);
+    // The macOS build's MCP client has no TLS (Cargo.toml says why); `mcp` store urls are
+    // http:// there, checked when the config is read (`config::store`).
+    #[cfg(target_os = "macos")]
+    let _ = roots;
+    Ok(builder
         .user_agent(USER_AGENT)
-        .tls_backend_preconfigured(tls_config(roots, &[b"http/1.1"])?)
         // As above; rmcp's own client follows same-origin 307 and 308, which would still move
         // a session somewhere the config does not name.
         .redirect(reqwest_mcp::redirect::Policy::none())

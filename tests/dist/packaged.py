@@ -1,4 +1,5 @@
-"""The release artifacts in target/dist/, installed and run as a user with no Rust toolchain would.
+"""This machine's (Linux x86_64) release artifacts in target/dist/, installed and run as a user with no
+Rust toolchain would; tests/platforms tries the other platforms'.
 
 run.sh takes cargo and rustc off PATH and runs this with the venv that holds uv, auditwheel and the
 official Python MCP SDK. Every case prints one line (`ok  CASE  detail` or `FAIL  CASE  detail`):
@@ -17,7 +18,7 @@ official Python MCP SDK. Every case prints one line (`ok  CASE  detail` or `FAIL
 - mcpb/validate: the bundle unpacked, and `mcpb validate` passing on its manifest;
 - mcpb/stdio: the bundle's mcp_config, with ${__dirname} and ${user_config.config} put in as a
   host does, driven by the MCP client;
-- server.json: package types, versions, identifiers, the bundle's sha256, the description's
+- server.json: package types, versions, identifiers, every bundle's sha256, the description's
   length, and the ownership marks (mcpName, `mcp-name:`) in what is published.
 
 Exits 0 when every case passed, 1 otherwise.
@@ -52,6 +53,10 @@ DIST_NAME = "seren-corpus-callosum-rs"
 TOOLS = {"search", "list_stores", "add_store", "remove_store"}
 QUERY = "that CUDA thing on the Xavier"
 PACKAGE_TYPES = {"pypi", "npm", "mcpb", "cargo"}
+# This machine's artifacts among every platform's (tests/platforms tries the others).
+HOST_WHEEL = "*-manylinux_2_28_x86_64.whl"
+HOST_NPM = f"{DIST_NAME}-linux-x64-gnu-[0-9]*.tgz"
+HOST_BUNDLE = f"{DIST_NAME}-*-linux-x64-gnu.mcpb"
 REQUEST_TIMEOUT = 30.0  # seconds, each MCP request
 CASE_TIMEOUT = 120.0  # seconds, a whole MCP case, uvx's unpacking of the wheel included
 COMMAND_TIMEOUT = 120  # seconds, each command run here
@@ -199,7 +204,7 @@ class Run:
         return "no cargo, rustc or rustup on PATH"
 
     def auditwheel(self) -> str:
-        wheel = self.one("*.whl")
+        wheel = self.one(HOST_WHEEL)
         claimed = re.findall(r"manylinux_\d+_\d+_\w+?(?=[.-])", wheel.name)
         check(claimed, f"{wheel.name} claims no manylinux tag")
         out = ran(run([self.args.auditwheel, "show", str(wheel)]), "auditwheel show")
@@ -210,7 +215,7 @@ class Run:
         return f"{wheel.name}: consistent with {claimed[0]}"
 
     def uv_install(self) -> str:
-        wheel = self.one("*.whl")
+        wheel = self.one(HOST_WHEEL)
         venv = self.work / "uv-venv"
         ran(run([self.args.uv, "venv", "--offline", "--python", sys.executable, str(venv)], env=self.env), "uv venv")
         ran(run([self.args.uv, "pip", "install", "--offline", "--python", str(venv / "bin" / "python"), str(wheel)],
@@ -220,7 +225,7 @@ class Run:
         return f"{venv.name}/bin/{COMMAND} --version: {version}"
 
     def uvx_init(self) -> str:
-        wheel = self.one("*.whl")
+        wheel = self.one(HOST_WHEEL)
         out = ran(run([self.args.uvx, "--offline", "--from", str(wheel), COMMAND, "init"], env=self.env, cwd=self.work),
                   "uvx ... init")
         written = self.home / ".config" / COMMAND / f"{COMMAND}.yaml"
@@ -265,8 +270,7 @@ class Run:
 
     def npm_install(self) -> str:
         launcher = self.one(f"{DIST_NAME}-[0-9]*.tgz")
-        platform = [p for p in self.dist.glob(f"{DIST_NAME}-*.tgz") if p != launcher]
-        check(len(platform) == 1, f"expected one platform tarball, found {[p.name for p in platform]}")
+        platform = [self.one(HOST_NPM)]
         manifests = {p: json.load(tarfile.open(p).extractfile("package/package.json")) for p in (launcher, platform[0])}
         own = manifests[platform[0]]
         check(own.get("os") == ["linux"] and own.get("cpu") == ["x64"] and own.get("libc") == ["glibc"],
@@ -304,7 +308,7 @@ class Run:
         unpacked = self.work / "mcpb"
         if unpacked.is_dir():
             return unpacked, json.loads((unpacked / "manifest.json").read_text())
-        bundle = self.one("*.mcpb")
+        bundle = self.one(HOST_BUNDLE)
         with zipfile.ZipFile(bundle) as z:
             z.extractall(unpacked)
             for info in z.infolist():  # zipfile drops the mode; a host keeps it
@@ -340,20 +344,22 @@ class Run:
         name = server["name"]
         packages = server["packages"]
         types = [p["registryType"] for p in packages]
-        check(set(types) == PACKAGE_TYPES and len(types) == len(PACKAGE_TYPES), f"package types {types}")
+        check(set(types) == PACKAGE_TYPES and len(types) == len(PACKAGE_TYPES) + 4, f"package types {types}")
         check(server["version"] == self.args.version, f"server.json version {server['version']}")
         for package in packages:
             check(package.get("version") == self.args.version, f"the {package['registryType']} package is version {package.get('version')}")
             check(package["transport"] == {"type": "stdio"}, f"the {package['registryType']} transport {package['transport']}")
         check(len(server["description"]) <= 100, f"description is {len(server['description'])} characters")
         by_type = {p["registryType"]: p for p in packages}
-        bundle = self.one("*.mcpb")
-        mcpb = by_type["mcpb"]
-        digest = hashlib.sha256(bundle.read_bytes()).hexdigest()
-        check(mcpb.get("fileSha256") == digest, f"fileSha256 {mcpb.get('fileSha256')} is not the bundle's {digest}")
-        check(mcpb["identifier"].endswith(f"/v{self.args.version}/{bundle.name}") and "mcp" in mcpb["identifier"],
-              f"the bundle's identifier {mcpb['identifier']}")
-        wheel = self.one("*.whl")
+        bundles = sorted(self.dist.glob("*.mcpb"))
+        listed = [p for p in packages if p["registryType"] == "mcpb"]
+        check(len(listed) == len(bundles) == 5, f"{len(listed)} bundles listed, {len(bundles)} built")
+        for bundle, mcpb in zip(bundles, sorted(listed, key=lambda p: p["identifier"])):
+            digest = hashlib.sha256(bundle.read_bytes()).hexdigest()
+            check(mcpb.get("fileSha256") == digest, f"fileSha256 {mcpb.get('fileSha256')} is not {bundle.name}'s {digest}")
+            check(mcpb["identifier"].endswith(f"/v{self.args.version}/{bundle.name}") and "mcp" in mcpb["identifier"],
+                  f"the bundle's identifier {mcpb['identifier']}")
+        wheel = self.one(HOST_WHEEL)
         with zipfile.ZipFile(wheel) as z:
             metadata = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
         dist_name = re.search(r"^Name: (.+)$", metadata, re.M).group(1).strip()
@@ -367,7 +373,7 @@ class Run:
         readme = tarfile.open(launcher).extractfile("package/README.md").read().decode()
         check(re.search(rf"mcp-name: {re.escape(name)}(\s|-->|<|$)", readme), f"the npm README lacks `mcp-name: {name}`")
         check(by_type["cargo"]["identifier"] == COMMAND, f"cargo identifier {by_type['cargo']['identifier']}")
-        return f"{', '.join(types)} at {self.args.version}; sha256 {digest[:12]}...; mcpName and mcp-name: {name}"
+        return f"{', '.join(sorted(set(types)))} at {self.args.version}; {len(bundles)} bundles with their sha256; mcpName and mcp-name: {name}"
 
 
 def flatten(e: BaseException) -> list[BaseException]:
@@ -388,7 +394,7 @@ def main() -> int:
     parser.add_argument("--mcpb", required=True)
     args = parser.parse_args()
     r = Run(args)
-    wheel = r.one("*.whl")
+    wheel = r.one(HOST_WHEEL)
     r.case("toolchain", r.toolchain)
     r.case("auditwheel", r.auditwheel)
     r.case("uv", r.uv_install)

@@ -512,16 +512,77 @@ async fn a_stdio_server_is_gone_when_its_callosum_stops() {
     server.wait_for("mcp server up");
     let pid = process::pid_in(&pid_file);
     assert!(process::alive(&pid));
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &server.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    signal(&server, "-TERM");
     server.wait_for("shutting down");
     assert!(
         process::ends(&pid).await,
         "the stdio server {pid} outlived its callosum"
     );
+}
+
+/// A server is often a wrapper (`npx`, `uvx`, a shell script) whose real work is a process of its
+/// own: that process goes with the server, when a reload drops the store and when the callosum
+/// stops.
+#[tokio::test]
+async fn what_a_stdio_server_started_ends_with_it_on_reload_and_on_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pid_file, script) = process::stdio_callosum(dir.path());
+    let helper_file = dir.path().join("helper");
+    // The helper is started and its pid written before the server execs, so it is there once the
+    // server is up.
+    let script = format!("sleep 300 & echo $! > {}; {script}", helper_file.display());
+    let outer_dir = tempfile::tempdir().unwrap();
+    let head = "server:\n  port: 0\n  watch: false\nfederation:\n  stores:\n";
+    let entry = format!(
+        "    - name: inner\n      type: mcp\n      preset: callosum\n      command: /bin/sh\n      args: [-c, '{script}']\n"
+    );
+    let outer_yaml = process::write_config(outer_dir.path(), &format!("{head}{entry}"));
+    let mut server = Server::start(process::command(&["serve", "-c", &outer_yaml]));
+    let url = process::listening_url(&server.wait_for("listening on"));
+    server.wait_for("mcp server up");
+    let helper = process::pid_in(&helper_file);
+    assert!(process::alive(&helper) && process::alive(&process::pid_in(&pid_file)));
+
+    // A reload that drops the store ends the server's helper too.
+    let empty = "server:\n  port: 0\n  watch: false\nfederation:\n  stores: []\n";
+    std::fs::write(&outer_yaml, empty).unwrap();
+    signal(&server, "-HUP");
+    server.wait_for("config reloaded");
+    assert!(
+        process::ends(&helper).await,
+        "the helper {helper} of a dropped store's server still runs"
+    );
+
+    // Back in the config (a search starts it), then the callosum stopped: the new helper goes
+    // with it.
+    std::fs::write(&outer_yaml, format!("{head}{entry}")).unwrap();
+    signal(&server, "-HUP");
+    server.wait_for("config reloaded");
+    let searched = test_client()
+        .post(format!("{url}/search"))
+        .json(&json!({"query": "q"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(searched.status(), 200);
+    server.wait_for("mcp server up");
+    let helper = process::pid_in(&helper_file);
+    assert!(process::alive(&helper));
+    signal(&server, "-TERM");
+    server.wait_for("shutting down");
+    assert!(
+        process::ends(&helper).await,
+        "the helper {helper} outlived its callosum"
+    );
+}
+
+/// Sends `server` a signal by `kill`'s name for it (`-TERM`, `-HUP`).
+fn signal(server: &Server, name: &str) {
+    let status = std::process::Command::new("kill")
+        .args([name, &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
 }
 
 #[tokio::test]

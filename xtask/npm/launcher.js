@@ -13,7 +13,7 @@ const PACKAGES = {
   "linux-arm64": "seren-corpus-callosum-rs-linux-arm64-gnu",
   "darwin-arm64": "seren-corpus-callosum-rs-darwin-arm64",
   "darwin-x64": "seren-corpus-callosum-rs-darwin-x64",
-  "win32-x64": "seren-corpus-callosum-rs-win32-x64-msvc",
+  "win32-x64": "seren-corpus-callosum-rs-win32-x64-gnu",
 };
 
 function fail(message) {

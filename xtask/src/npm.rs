@@ -13,13 +13,15 @@ use std::path::Path;
 /// Where the README's relative links point on npm's page, which has no repository beside it.
 const REPOSITORY: &str = "https://github.com/seren/seren-corpus-callosum";
 
-/// Writes both packages for `platform` as tarballs (`npm pack`) into `target/dist/`.
-pub fn packages(ws: &Workspace, platform: &Platform, binary: &Path) -> Result<()> {
-    let stage = ws.target.join("dist-stage").join("npm");
-    fresh_dir(&stage)?;
-    let server_name = registry::server_name(ws)?;
-
-    let own = stage.join(platform.npm_package());
+/// Writes `platform`'s package, which carries `binary`, as a tarball (`npm pack`) into
+/// `target/dist/`.
+pub fn platform_package(ws: &Workspace, platform: &Platform, binary: &Path) -> Result<()> {
+    let own = ws
+        .target
+        .join("dist-stage")
+        .join("npm")
+        .join(platform.npm_package());
+    fresh_dir(&own)?;
     mkdir(&own.join("bin"))?;
     copy(binary, &own.join("bin").join(platform.exe(COMMAND)))?;
     copy(&ws.root.join("LICENSE"), &own.join("LICENSE"))?;
@@ -35,8 +37,15 @@ pub fn packages(ws: &Workspace, platform: &Platform, binary: &Path) -> Result<()
         ),
     )?;
     write_json(&own.join("package.json"), &platform_manifest(ws, platform))?;
+    pack(ws, &own)
+}
 
-    let launcher = stage.join(DIST_NAME);
+/// Writes the launcher package, whose `optionalDependencies` are every platform's package, as a
+/// tarball into `target/dist/`.
+pub fn launcher(ws: &Workspace) -> Result<()> {
+    let server_name = registry::server_name(ws)?;
+    let launcher = ws.target.join("dist-stage").join("npm").join(DIST_NAME);
+    fresh_dir(&launcher)?;
     mkdir(&launcher.join("bin"))?;
     copy(
         &ws.root.join("xtask").join("npm").join("launcher.js"),
@@ -52,17 +61,17 @@ pub fn packages(ws: &Workspace, platform: &Platform, binary: &Path) -> Result<()
         &launcher.join("package.json"),
         &launcher_manifest(ws, &server_name),
     )?;
+    pack(ws, &launcher)
+}
 
-    for dir in [&own, &launcher] {
-        run::status(
-            run::npm()
-                .current_dir(dir)
-                .args(["pack", "--silent", "--pack-destination"])
-                .arg(&ws.dist),
-            "npm pack",
-        )?;
-    }
-    Ok(())
+fn pack(ws: &Workspace, dir: &Path) -> Result<()> {
+    run::status(
+        run::npm()
+            .current_dir(dir)
+            .args(["pack", "--silent", "--pack-destination"])
+            .arg(&ws.dist),
+        "npm pack",
+    )
 }
 
 fn common(ws: &Workspace, name: &str, description: &str) -> Value {

@@ -51,6 +51,25 @@ pub fn check_version(binary: &Path, version: &str) -> Result<()> {
     }
 }
 
+/// Adds the Rust standard library for `triple` with rustup when it is missing (the host's is
+/// always there). Without rustup, cargo will say what is missing.
+pub fn rust_target(triple: &str) -> Result<()> {
+    let Ok(installed) = output(
+        Command::new("rustup").args(["target", "list", "--installed"]),
+        "rustup target list",
+    ) else {
+        return Ok(());
+    };
+    if installed.lines().any(|line| line.trim() == triple) {
+        return Ok(());
+    }
+    println!("xtask: rustup target add {triple}");
+    status(
+        Command::new("rustup").args(["target", "add", triple]),
+        &format!("rustup target add {triple}"),
+    )
+}
+
 /// `target/xtask-venv` with `xtask/requirements.txt` installed; made again when the pins change.
 pub fn tools_venv(ws: &Workspace) -> Result<PathBuf> {
     let venv = ws.target.join("xtask-venv");

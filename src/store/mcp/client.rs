@@ -1,8 +1,8 @@
 //! One MCP server's session: started once, shared by every search, started again when it ends.
 //!
 //! Over stdio the callosum spawns the server (stdin, stdout and stderr piped: nothing it prints
-//! reaches our stdout; its stderr goes to our log at debug, rate-limited) and kills it when the
-//! store goes away. Over streamable HTTP, rmcp's client opens the session and starts a new one
+//! reaches our stdout; its stderr goes to our log at debug, rate-limited) in a process group (a
+//! job object on Windows) of its own, and ends that whole group when the store goes away. Over streamable HTTP, rmcp's client opens the session and starts a new one
 //! by itself when the server answers 404 (a session it has expired or forgotten).
 //!
 //! A start runs in a task of its own, bounded by [`MCP_START_WAIT`], so a slow server comes up
@@ -94,8 +94,8 @@ type Pending = Shared<BoxFuture<'static, Result<Arc<Session>, Failure>>>;
 struct Session {
     service: RunningService<RoleClient, ClientConfig>,
     tools: Vec<Tool>,
-    /// The spawned server (stdio). Dropping it kills the process.
-    child: Option<Mutex<tokio::process::Child>>,
+    /// The spawned server (stdio), with whatever it started. Dropping it ends them all.
+    child: Option<Mutex<ServerProcess>>,
 }
 
 /// What `check` says about an MCP store's server.
@@ -485,10 +485,11 @@ async fn connect(store: &str, link: &Link) -> Result<Session, Failure> {
     let (service, child) = match link {
         Link::Stdio(program) => {
             let mut child = spawn(program)?;
-            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            let (Some(stdout), Some(stdin)) = (child.0.stdout().take(), child.0.stdin().take())
+            else {
                 return Err(Failure::Mcp("the server's stdio could not be piped".into()));
             };
-            if let Some(stderr) = child.stderr.take() {
+            if let Some(stderr) = child.0.stderr().take() {
                 log_stderr(store.to_owned(), stderr);
             }
             // A line of the server's is one answer: capped like an HTTP store's body (rmcp's
@@ -529,25 +530,47 @@ async fn connect(store: &str, link: &Link) -> Result<Session, Failure> {
 }
 
 /// Why a spawned server gave no session: its exit status when it has exited.
-async fn unstarted(child: &mut tokio::process::Child, why: String) -> String {
-    match tokio::time::timeout(Duration::from_millis(200), child.wait()).await {
+async fn unstarted(child: &mut ServerProcess, why: String) -> String {
+    match tokio::time::timeout(Duration::from_millis(200), child.0.inner_mut().wait()).await {
         Ok(Ok(status)) => format!("the server exited before it answered initialize ({status})"),
         _ => format!("initialize: {why}"),
     }
 }
 
-/// Spawns the server with its stdio piped, killed when dropped. It gets the callosum's
-/// environment without the callosum's own settings and token (`SEREN_SCC_*`: a callosum spawned
-/// as a store reads only its own) and without systemd's `NOTIFY_SOCKET` and `LISTEN_*` (they are
-/// the callosum's own), then the entry's `env`.
-fn spawn(program: &Program) -> Result<tokio::process::Child, Failure> {
+/// A spawned MCP server and everything it started: a process group of its own on Unix, a job
+/// object on Windows. A server is often a wrapper (`npx`, `uvx`, a shell script) whose real work is
+/// a child of its own; ending the server alone would leave that child running. Dropping this ends
+/// the whole group (SIGKILL to the group; the job terminated), as a reload that drops the store or
+/// the callosum's own exit does. On Windows the job also dies with the callosum however it ends
+/// (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`).
+struct ServerProcess(Box<dyn process_wrap::tokio::ChildWrapper>);
+
+impl ServerProcess {
+    /// The server's own exit status, if it has exited (not its group's).
+    fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        self.0.inner_mut().try_wait()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // The group (or job) may be gone already: nothing is left to end then.
+        let _ = self.0.start_kill();
+    }
+}
+
+/// Spawns the server with its stdio piped, in a group of its own, ended when dropped. It gets
+/// the callosum's environment without the callosum's own settings and token (`SEREN_SCC_*`: a
+/// callosum spawned as a store reads only its own) and without systemd's `NOTIFY_SOCKET` and
+/// `LISTEN_*` (they are the callosum's own), then the entry's `env`.
+fn spawn(program: &Program) -> Result<ServerProcess, Failure> {
+    use process_wrap::tokio::{CommandWrap, KillOnDrop};
     let mut command = tokio::process::Command::new(&program.command);
     command
         .args(&program.args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .stderr(Stdio::piped());
     for (key, _) in std::env::vars_os() {
         let key_text = key.to_string_lossy();
         if key_text.starts_with("SEREN_SCC_")
@@ -558,7 +581,14 @@ fn spawn(program: &Program) -> Result<tokio::process::Child, Failure> {
         }
     }
     command.envs(&program.env);
-    command.spawn().map_err(|error| {
+    let mut wrapped = CommandWrap::from(command);
+    #[cfg(unix)]
+    wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+    #[cfg(windows)]
+    wrapped.wrap(process_wrap::tokio::JobObject);
+    // The server itself is killed when its handle drops, group or no group.
+    wrapped.wrap(KillOnDrop);
+    wrapped.spawn().map(ServerProcess).map_err(|error| {
         Failure::Mcp(format!(
             "cannot start '{}': {error}",
             cut(&program.command, 80)
