@@ -381,13 +381,25 @@ fn late_body<'a>(
     None
 }
 
+/// Whether a request only reads what the service already holds (`GET /health`,
+/// `/health/stores`, `/metrics`): it never fans out, so it answers outside `max_in_flight`, and a
+/// balancer or Prometheus sees a busy replica as busy, not as down.
+pub fn reads_state_only(method: &Method, path: &str) -> bool {
+    (method == Method::GET || method == Method::HEAD)
+        && matches!(path, "/health" | "/health/stores" | "/metrics")
+}
+
 /// Answers 503 at once when `max_in_flight` requests are already being handled: a caller told
-/// "busy, retry" is better off than one whose request waits behind an unbounded queue.
+/// "busy, retry" is better off than one whose request waits behind an unbounded queue. What
+/// [`reads_state_only`] names passes without a permit.
 async fn limit_in_flight(
     State(in_flight): State<Arc<Semaphore>>,
     request: Request,
     next: Next,
 ) -> Response {
+    if reads_state_only(request.method(), request.uri().path()) {
+        return next.run(request).await;
+    }
     let Ok(_permit) = in_flight.try_acquire() else {
         // Answered without reading the body: the connection will not carry another request.
         let mut response = ApiError {
@@ -632,6 +644,14 @@ mod tests {
         assert!(!is_public(&Method::GET, "/metrics"));
         assert!(is_public_with_metrics(&Method::GET, "/metrics"));
         assert!(is_public_with_metrics(&Method::GET, "/health"));
+        // What reads state only, and so passes the in-flight cap: no write, no search.
+        for path in ["/health", "/health/stores", "/metrics"] {
+            assert!(reads_state_only(&Method::GET, path), "{path}");
+            assert!(!reads_state_only(&Method::POST, path), "{path}");
+        }
+        for path in ["/search", "/stores", "/health/x", "/mcp", "/"] {
+            assert!(!reads_state_only(&Method::GET, path), "{path}");
+        }
         assert!(!is_public_with_metrics(&Method::POST, "/metrics"));
         assert!(!is_public_with_metrics(&Method::GET, "/metrics/x"));
     }

@@ -176,6 +176,59 @@ async fn more_requests_than_max_in_flight_get_a_clear_503() {
     assert_eq!(callosum.search("q", None).await.0, 200);
 }
 
+/// A replica busy with searches that wait on a hanging store is busy, not down: a balancer's or
+/// Kubernetes' health check and Prometheus' scrape still get their answer while every in-flight
+/// slot is taken and a further search gets 503.
+#[tokio::test]
+async fn health_and_metrics_answer_while_every_in_flight_slot_is_taken() {
+    let hanging = FaultStore::start(Fault::SlowHeaders(Duration::from_secs(3))).await;
+    let callosum = Callosum::start(&format!(
+        "server:\n  max_in_flight: 4\n  public_metrics: true\n{}",
+        config_yaml(&[("hanging", "seren_memory", &hanging.url, "")])
+    ))
+    .await;
+    let searches: Vec<_> = (0..4)
+        .map(|_| {
+            let client = reqwest::Client::new();
+            let url = format!("{}/search", callosum.url);
+            tokio::spawn(async move {
+                client
+                    .post(url)
+                    .json(&json!({"query": "q"}))
+                    .send()
+                    .await
+                    .map(|r| r.status().as_u16())
+            })
+        })
+        .collect();
+    // Every slot is taken once the store holds all four calls; a further search is turned away.
+    assert!(
+        hanging
+            .wait_for_connections(4, Duration::from_secs(10))
+            .await,
+        "the searches did not reach the store"
+    );
+    let client = reqwest::Client::new();
+    let turned_away = client
+        .post(format!("{}/search", callosum.url))
+        .json(&json!({"query": "q"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(turned_away.status(), 503);
+    for path in ["/health", "/health/stores", "/metrics"] {
+        let response = client
+            .get(format!("{}{path}", callosum.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path} while every slot is taken");
+    }
+    for search in futures_util::future::join_all(searches).await {
+        assert_eq!(search.unwrap().unwrap(), 200);
+    }
+}
+
 #[tokio::test]
 async fn deep_and_huge_bodies_are_refused_cleanly() {
     let callosum = Callosum::start("").await;
