@@ -335,7 +335,8 @@ async fn judge_mcp(request: Request, next: Next) -> Response {
         }
     };
     if let crate::jsonrpc::Line::Answer(answer) = crate::jsonrpc::judge(&bytes) {
-        let status = if answer["error"]["code"] == -32700 {
+        // A message that is not JSON, or not one request, is the client's error on the wire too.
+        let status = if answer["error"]["code"] == -32700 || answer["error"]["code"] == -32600 {
             StatusCode::BAD_REQUEST
         } else {
             StatusCode::OK

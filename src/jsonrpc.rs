@@ -3,8 +3,10 @@
 //!
 //! rmcp (3.11) ignores a stdio line that is not JSON, drops a line over its length cap, and
 //! answers a `tools/call` whose `arguments` is not an object with -32601 (method not found), over
-//! stdio and HTTP alike. JSON-RPC 2.0 says a parse error is answered -32700 (with a null id), an
-//! invalid request -32600, and invalid params -32602. [`judge`] decides about one message; over
+//! stdio and HTTP alike; a batch or an object id gets no JSON-RPC answer at all. JSON-RPC 2.0
+//! says a parse error is answered -32700 (with a null id), an invalid request -32600 (a batch,
+//! which MCP no longer takes, or an id that is not a string or a number), and invalid params
+//! -32602. [`judge`] decides about one message; over
 //! stdio, [`read_host`] and [`write_host`] read stdin a line at a time, answer those cases
 //! themselves, pass every other line to rmcp unchanged, and merge rmcp's lines and their own onto
 //! stdout whole, so the two never interleave inside a line; `http.rs` puts [`judge`] in front of
@@ -46,6 +48,27 @@ pub fn judge(line: &[u8]) -> Line {
             ));
         }
     };
+    // One message is one object (MCP 2025-06-18 removed JSON-RPC batches), and its id, when it has
+    // one, a string or a number (JSON-RPC 2.0, section 4): anything else is an invalid request,
+    // answered with a null id (section 5).
+    let Some(object) = message.as_object() else {
+        let why = if message.is_array() {
+            "Invalid Request: a batch (a JSON array) is not accepted; send one message at a time"
+        } else {
+            "Invalid Request: a message is a JSON object"
+        };
+        return Line::Answer(error(Value::Null, -32600, why));
+    };
+    if object
+        .get("id")
+        .is_some_and(|id| !(id.is_string() || id.is_number() || id.is_null()))
+    {
+        return Line::Answer(error(
+            Value::Null,
+            -32600,
+            "Invalid Request: id must be a string or a number",
+        ));
+    }
     let is_call = message.get("method").and_then(Value::as_str) == Some("tools/call");
     let arguments = message.get("params").and_then(|p| p.get("arguments"));
     // A message without an id is a notification, which is never answered.
@@ -309,8 +332,36 @@ mod tests {
         };
         assert_eq!(params["id"], 7);
         assert_eq!(params["error"]["code"], -32602);
+        for (invalid, words) in [
+            (
+                br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.as_slice(),
+                "batch",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#,
+                "id must be",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#,
+                "id must be",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
+                "id must be",
+            ),
+            (br#""ping""#, "a JSON object"),
+        ] {
+            let Line::Answer(answer) = judge(invalid) else {
+                panic!("{} is answered", String::from_utf8_lossy(invalid))
+            };
+            assert_eq!(answer["id"], Value::Null);
+            assert_eq!(answer["error"]["code"], -32600);
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(message.contains(words), "{message}");
+        }
         for ok in [
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"list_stores"}}"#.as_slice(),
+            br#"{"jsonrpc":"2.0","id":"seven","method":"ping"}"#,
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":null}}"#,
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"arguments":5}}"#,
             // A notification is never answered, however wrong.

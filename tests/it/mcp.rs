@@ -517,6 +517,17 @@ async fn over_http_a_bad_message_gets_the_json_rpc_answer_it_should() {
     assert_eq!(response.status(), 400);
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    // A batch and an object id were a 415 in plain text; they are invalid requests.
+    for body in [
+        r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
+        r#"{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}"#,
+    ] {
+        let response = post(body).await.unwrap();
+        assert_eq!(response.status(), 400, "{body}");
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(answer["error"]["code"], -32600, "{body}: {answer}");
+        assert_eq!(answer["id"], Value::Null, "{body}: {answer}");
+    }
     // A good call still goes through.
     let response = post(r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"list_stores","arguments":{}}}"#)
         .await
