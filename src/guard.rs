@@ -272,11 +272,13 @@ fn is_own_origin(origin: &HeaderValue, host: Option<&HeaderValue>) -> bool {
     let (Ok(origin), Some(Ok(host))) = (origin.to_str(), host.map(HeaderValue::to_str)) else {
         return false;
     };
-    let origin = origin.trim().to_ascii_lowercase();
+    let origin = normalize_origin(origin);
+    let https = origin.starts_with("https://");
     let authority = origin
         .strip_prefix("http://")
         .or_else(|| origin.strip_prefix("https://"));
-    authority == Some(host.trim().to_ascii_lowercase().as_str())
+    let host = host.trim().to_ascii_lowercase();
+    authority == Some(crate::hosts::without_default_port(&host, https))
 }
 
 fn is_wildcard(host: &str) -> bool {
@@ -385,6 +387,27 @@ mod tests {
             ]),
             Ok(None),
             "same origin behind a TLS proxy"
+        );
+        // A default port written on one side and not the other is the same origin.
+        for (host, origin) in [
+            ("callosum.example", "http://callosum.example:80"),
+            ("callosum.example:80", "http://callosum.example"),
+            ("callosum.example:443", "https://callosum.example"),
+        ] {
+            assert_eq!(
+                check(&[("host", host), ("origin", origin)]),
+                Ok(None),
+                "{host} and {origin}"
+            );
+        }
+        assert_eq!(
+            check(&[
+                ("host", "127.0.0.1:7423"),
+                ("origin", "https://app.example:443"),
+                ("sec-fetch-site", "cross-site")
+            ]),
+            Ok(Some("https://app.example".into())),
+            "configured, with its default port"
         );
         assert_eq!(
             check(&[

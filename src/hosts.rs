@@ -22,9 +22,19 @@ pub fn host_of(value: &str) -> String {
     host.trim_end_matches('.').to_ascii_lowercase()
 }
 
-/// An origin as compared: lower case, no trailing slash.
+/// An origin as compared: lower case, no trailing slash, and no port that is its scheme's default
+/// (`http://host:80` is `http://host`, `https://host:443` is `https://host`: RFC 6454, section
+/// 6.2, serializes an origin without it, and a browser sends it so).
 pub fn normalize_origin(origin: &str) -> String {
-    origin.trim().trim_end_matches('/').to_ascii_lowercase()
+    let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+    without_default_port(&origin, origin.starts_with("https://")).to_owned()
+}
+
+/// `authority` (or a whole origin) without `:80` (`:443` when `https`) at its end.
+pub fn without_default_port(authority: &str, https: bool) -> &str {
+    authority
+        .strip_suffix(if https { ":443" } else { ":80" })
+        .unwrap_or(authority)
 }
 
 /// Checks one configured origin: `http://` or `https://`, a host, an optional port, nothing else.
@@ -61,6 +71,21 @@ mod tests {
             ("rebind.attacker.example:7423", "rebind.attacker.example"),
         ] {
             assert_eq!(host_of(value), host, "{value}");
+        }
+    }
+
+    #[test]
+    fn an_origin_is_one_with_or_without_its_default_port() {
+        assert_eq!(normalize_origin("http://Host:80/"), "http://host");
+        assert_eq!(normalize_origin("https://host:443"), "https://host");
+        assert_eq!(normalize_origin("http://[::1]:80"), "http://[::1]");
+        for kept in [
+            "http://host:8080",
+            "https://host:80",
+            "http://host:443",
+            "http://host:180",
+        ] {
+            assert_eq!(normalize_origin(kept), kept);
         }
     }
 
