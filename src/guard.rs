@@ -217,6 +217,9 @@ pub async fn json_bodies(request: Request, next: Next) -> Response {
 
 /// The layer itself: host, then preflight, then origin (gated routes).
 pub async fn layer(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    if let Err(refused) = check_head(&request) {
+        return refuse(refused);
+    }
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let headers = request.headers();
@@ -253,6 +256,34 @@ pub async fn layer(State(guard): State<Arc<Guard>>, request: Request, next: Next
         }
     }
     response
+}
+
+/// The request head's size as written: the request line, then each header's `name: value` and
+/// its line end. hyper's read buffer (`limits::MAX_HEAD_BYTES`) stops a head far past the cap,
+/// but may take up to a read's worth more; this holds every head to the cap exactly.
+fn head_bytes(request: &Request) -> usize {
+    let line = request.method().as_str().len() + request.uri().to_string().len() + 12;
+    request
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum::<usize>()
+        + line
+}
+
+/// Refuses a head over [`MAX_HEAD_BYTES`](crate::limits::MAX_HEAD_BYTES) with 431 (RFC 6585).
+fn check_head(request: &Request) -> Result<(), Refused> {
+    let size = head_bytes(request);
+    if size > crate::limits::MAX_HEAD_BYTES {
+        return Err(Refused {
+            status: StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            detail: format!(
+                "request head of {size} bytes is over the {} KiB limit",
+                crate::limits::MAX_HEAD_BYTES / 1024
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn refuse(refused: Refused) -> Response {

@@ -229,6 +229,26 @@ async fn health_and_metrics_answer_while_every_in_flight_slot_is_taken() {
     }
 }
 
+/// The docs say a request head is at most 32 KiB; hyper's read buffer alone let about 48 KiB in.
+#[tokio::test]
+async fn a_request_head_over_32_kib_is_refused_with_431() {
+    let callosum = Callosum::start("").await;
+    let client = reqwest::Client::new();
+    let get = |pad: usize| {
+        client
+            .get(format!("{}/health", callosum.url))
+            .header("x-pad", "a".repeat(pad))
+            .send()
+    };
+    let response = get(40_000).await.unwrap();
+    assert_eq!(response.status(), 431);
+    let body: Value = response.json().await.unwrap();
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.contains("over the 32 KiB limit"), "{detail}");
+    // A head just under the limit is served.
+    assert_eq!(get(31_000).await.unwrap().status(), 200);
+}
+
 #[tokio::test]
 async fn deep_and_huge_bodies_are_refused_cleanly() {
     let callosum = Callosum::start("").await;
