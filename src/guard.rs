@@ -262,7 +262,12 @@ pub async fn layer(State(guard): State<Arc<Guard>>, request: Request, next: Next
 /// its line end. hyper's read buffer (`limits::MAX_HEAD_BYTES`) stops a head far past the cap,
 /// but may take up to a read's worth more; this holds every head to the cap exactly.
 fn head_bytes(request: &Request) -> usize {
-    let line = request.method().as_str().len() + request.uri().to_string().len() + 12;
+    // `METHOD URI HTTP/1.1\r\n`, the URI as it came (an absolute form names its authority too).
+    let uri = request.uri();
+    let uri_len = uri.path_and_query().map_or(1, |p| p.as_str().len())
+        + uri.scheme_str().map_or(0, |s| s.len() + 3)
+        + uri.authority().map_or(0, |a| a.as_str().len());
+    let line = request.method().as_str().len() + uri_len + 12;
     request
         .headers()
         .iter()

@@ -4,7 +4,8 @@
 //! A pointer is `"service/user"` (split at the first `/`), as the Python family writes it. The
 //! backend is the platform's own store, so the callosum reads what Python's `keyring` wrote: the
 //! Secret Service on Linux and the BSDs (GNOME Keyring, KWallet, KeePassXC), the login Keychain
-//! on macOS (through `/usr/bin/security`: `keychain/login.rs`), the Credential Manager on Windows. A headless Linux box has no Secret Service; there the
+//! on macOS (through `/usr/bin/security`: `keychain/login.rs`), the Credential Manager on
+//! Windows. A headless Linux box has no Secret Service; there the
 //! kernel's key retention service (keyutils, the user keyring) is used for reads. `SEREN_SCC_KEYRING` (or
 //! `server.keyring`) picks a backend by name instead.
 //!

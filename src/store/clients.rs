@@ -169,10 +169,14 @@ fn system_roots() -> (Vec<CertificateDer<'static>>, usize) {
     match std::fs::read("/etc/ssl/cert.pem") {
         Ok(bytes) => {
             let (mut certs, mut errors) = (Vec::new(), 0);
+            // The file is the OS's, but read as any input: the first bad block ends the reading.
             for cert in CertificateDer::pem_slice_iter(&bytes) {
                 match cert {
                     Ok(cert) => certs.push(cert),
-                    Err(_) => errors += 1,
+                    Err(_) => {
+                        errors += 1;
+                        break;
+                    }
                 }
             }
             (certs, errors)
