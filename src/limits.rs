@@ -103,6 +103,15 @@ pub const MCP_START_WAIT: Duration = Duration::from_secs(90);
 /// first restart after a server that answered is immediate; each failure after that doubles the
 /// wait from half a second.
 pub const MCP_MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The most `tools/list` pages read from one MCP server at a start. Servers list their tools in
+/// one page, or a few (the spec lets a server page, and says nothing of how far): a server that
+/// always answers another `nextCursor` is cut off here, with a reason, instead of paged forever.
+pub const MCP_MAX_TOOL_PAGES: usize = 32;
+/// The most tools kept from one MCP server's list: the largest servers seen list about a hundred.
+pub const MCP_MAX_TOOLS: usize = 2048;
+/// The most bytes of tool definitions (names, descriptions, schemas, as JSON) kept from one MCP
+/// server's list, over all its pages: a hundred tools with generous schemas are a few hundred KiB.
+pub const MCP_MAX_TOOL_BYTES: usize = 8 * 1024 * 1024;
 /// Lines of a stdio MCP server's stderr logged per ten seconds, at most (it goes to our log at
 /// debug; a chatty server must not flood it).
 pub const MCP_STDERR_LINES: u32 = 20;

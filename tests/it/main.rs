@@ -12,6 +12,7 @@ mod faults;
 mod fuzz;
 mod guard;
 mod hostile;
+mod hostile_mcp;
 mod https;
 mod keychain;
 mod knobs;

@@ -21,7 +21,10 @@ use super::map::Mapping;
 use crate::chain::Chain;
 use crate::config::Program;
 use crate::fusion::Hit;
-use crate::limits::{DEFAULT_BODY_CAP, MCP_MAX_BACKOFF, MCP_START_WAIT, MCP_STDERR_LINES};
+use crate::limits::{
+    DEFAULT_BODY_CAP, MCP_MAX_BACKOFF, MCP_MAX_TOOL_BYTES, MCP_MAX_TOOL_PAGES, MCP_MAX_TOOLS,
+    MCP_START_WAIT, MCP_STDERR_LINES,
+};
 use crate::secret::Secret;
 use crate::store::Failure;
 use crate::store::clients::McpHttp;
@@ -30,9 +33,9 @@ use futures_util::future::{BoxFuture, FutureExt, Shared};
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
-    MetaObject, RequestMetaObject, Tool,
+    MetaObject, PaginatedRequestParams, RequestMetaObject, Tool,
 };
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::service::{ClientCacheConfig, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -83,7 +86,8 @@ struct State {
 enum Phase {
     #[default]
     Down,
-    Starting(Pending),
+    /// The start, and the handle that cancels it when the store goes away.
+    Starting(Pending, tokio::task::AbortHandle),
     Up(Arc<Session>),
 }
 
@@ -143,14 +147,10 @@ impl McpStore {
         check.has_tool && check.takes_query != Some(false)
     }
 
-    /// Starts the session now, without waiting for it, so the first search finds it up.
+    /// Starts the session now, without waiting for it, so the first search finds it up. Nothing
+    /// but the store holds the start: removing the store cancels it (the start logs its outcome).
     pub fn warm(&self) {
-        let inner = self.inner.clone();
-        tokio::spawn(async move {
-            if let Err(why) = inner.session().await {
-                tracing::warn!(store = %inner.store, reason = %why.public(), "mcp server not started");
-            }
-        });
+        let _ = self.inner.pending();
     }
 
     /// Calls the tool for `n` hits of `query`, carrying `chain` in `_meta`, within `timeout`.
@@ -220,37 +220,42 @@ impl Inner {
 
     /// The live session, started (or waited for) when there is none.
     async fn session(self: &Arc<Self>) -> Result<Arc<Session>, Failure> {
-        let pending = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Phase::Up(session) = &state.phase {
-                if session.alive() {
-                    return Ok(session.clone());
-                }
-                let why = session.end_reason();
-                state.failed(why);
-            }
-            match &state.phase {
-                Phase::Starting(pending) => pending.clone(),
-                _ => {
-                    let now = Instant::now();
-                    if let Some(at) = state.retry_at.filter(|at| *at > now) {
-                        let last = state.last.as_deref().unwrap_or("the server failed");
-                        return Err(Failure::Mcp(format!(
-                            "{last}; the next start is in {:.1}s",
-                            (at - now).as_secs_f64()
-                        )));
-                    }
-                    let pending = self.start();
-                    state.phase = Phase::Starting(pending.clone());
-                    pending
-                }
-            }
-        };
-        pending.await
+        match self.pending()? {
+            Ok(session) => Ok(session),
+            Err(pending) => pending.await,
+        }
     }
 
-    /// Starts the server in a task of its own; the task settles the state when it is done.
-    fn start(self: &Arc<Self>) -> Pending {
+    /// The live session (`Ok`), or the start to wait for (`Err`), begun when none is under way;
+    /// an error while the back-off after failed starts runs.
+    fn pending(self: &Arc<Self>) -> Result<Result<Arc<Session>, Pending>, Failure> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Phase::Up(session) = &state.phase {
+            if session.alive() {
+                return Ok(Ok(session.clone()));
+            }
+            let why = session.end_reason();
+            state.failed(why);
+        }
+        if let Phase::Starting(pending, _) = &state.phase {
+            return Ok(Err(pending.clone()));
+        }
+        let now = Instant::now();
+        if let Some(at) = state.retry_at.filter(|at| *at > now) {
+            let last = state.last.as_deref().unwrap_or("the server failed");
+            return Err(Failure::Mcp(format!(
+                "{last}; the next start is in {:.1}s",
+                (at - now).as_secs_f64()
+            )));
+        }
+        let (pending, abort) = self.start();
+        state.phase = Phase::Starting(pending.clone(), abort);
+        Ok(Err(pending))
+    }
+
+    /// Starts the server in a task of its own; the task settles the state when it is done, and
+    /// is aborted when the store is dropped first (removed, or dropped by a reload).
+    fn start(self: &Arc<Self>) -> (Pending, tokio::task::AbortHandle) {
         let weak = Arc::downgrade(self);
         let (store, link) = (self.store.clone(), self.link.clone());
         let task = tokio::spawn(async move {
@@ -277,18 +282,21 @@ impl Inner {
             }
             started
         });
-        task.map(|joined| {
-            joined.unwrap_or_else(|join| {
-                let how = if join.is_panic() {
-                    "panicked"
-                } else {
-                    "was cancelled"
-                };
-                Err(Failure::Mcp(format!("the start {how}")))
+        let abort = task.abort_handle();
+        let pending = task
+            .map(|joined| {
+                joined.unwrap_or_else(|join| {
+                    let how = if join.is_panic() {
+                        "panicked"
+                    } else {
+                        "was cancelled"
+                    };
+                    Err(Failure::Mcp(format!("the start {how}")))
+                })
             })
-        })
-        .boxed()
-        .shared()
+            .boxed()
+            .shared();
+        (pending, abort)
     }
 
     fn settle(&self, started: &Result<Arc<Session>, Failure>) {
@@ -301,7 +309,7 @@ impl Inner {
 
     fn starting(&self) -> bool {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        matches!(state.phase, Phase::Starting(_))
+        matches!(state.phase, Phase::Starting(..))
     }
 
     fn answered(&self) {
@@ -330,6 +338,17 @@ impl Inner {
                 Failure::Mcp(why)
             }
             other => Failure::Mcp(cause(&other)),
+        }
+    }
+}
+
+impl Drop for Inner {
+    /// A store that goes away while its server starts stops the start there: no more pages are
+    /// read, and a spawned server is ended with its group.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Phase::Starting(_, abort) = &state.phase {
+            abort.abort();
         }
     }
 }
@@ -518,15 +537,63 @@ async fn connect(store: &str, link: &Link) -> Result<Session, Failure> {
             (service, None)
         }
     };
-    let tools = service
-        .list_all_tools()
-        .await
-        .map_err(|error| Failure::Mcp(format!("tools/list: {}", cause(&error))))?;
+    // rmcp keeps up to 512 answers (a server's `ttlMs`, stale ones kept for errors): a server
+    // could park hundreds of megabytes there. The callosum lists once a session and never reads a
+    // list again, so nothing is cached.
+    service
+        .peer()
+        .set_response_cache_config(ClientCacheConfig::disabled())
+        .await;
+    let tools = list_tools(&service).await?;
     Ok(Session {
         service,
         tools,
         child: child.map(Mutex::new),
     })
+}
+
+/// Every tool the server lists, page after page, within [`MCP_MAX_TOOL_PAGES`] pages,
+/// [`MCP_MAX_TOOLS`] tools and [`MCP_MAX_TOOL_BYTES`] bytes of definitions (rmcp's
+/// `list_all_tools` follows `nextCursor` for as long as the server gives one). The time bound is
+/// the start's, [`MCP_START_WAIT`], and a store removed meanwhile cancels the start.
+async fn list_tools(
+    service: &RunningService<RoleClient, ClientConfig>,
+) -> Result<Vec<Tool>, Failure> {
+    let mut tools = Vec::new();
+    let mut bytes = 0usize;
+    let mut cursor = None;
+    for _ in 0..MCP_MAX_TOOL_PAGES {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let page = service
+            .list_tools(Some(params))
+            .await
+            .map_err(|error| Failure::Mcp(format!("tools/list: {}", cause(&error))))?;
+        for tool in page.tools {
+            bytes = bytes.saturating_add(tool_bytes(&tool));
+            tools.push(tool);
+            if tools.len() > MCP_MAX_TOOLS || bytes > MCP_MAX_TOOL_BYTES {
+                return Err(Failure::Mcp(format!(
+                    "tools/list: the server lists more than {MCP_MAX_TOOLS} tools or {} MiB of them, \
+                     the most read from one server",
+                    MCP_MAX_TOOL_BYTES / (1024 * 1024)
+                )));
+            }
+        }
+        // An empty cursor is no cursor: the spec makes it opaque, and "" cannot page anywhere.
+        match page.next_cursor.filter(|next| !next.is_empty()) {
+            None => return Ok(tools),
+            Some(next) => cursor = Some(next),
+        }
+    }
+    Err(Failure::Mcp(format!(
+        "tools/list: the server was still paging after {MCP_MAX_TOOL_PAGES} pages, the most read \
+         from one server"
+    )))
+}
+
+/// About what one tool's definition holds: its JSON.
+fn tool_bytes(tool: &Tool) -> usize {
+    serde_json::to_vec(tool).map_or(usize::MAX, |json| json.len())
 }
 
 /// Why a spawned server gave no session: its exit status when it has exited.

@@ -223,3 +223,70 @@ async fn echo_answer(echo: Echo, message: Value) -> axum::response::Response {
             "error": {"code": -32601, "message": "method not found"}})),
     }
 }
+
+/// A hostile MCP server over streamable HTTP, written by hand: `initialize` as any server, then a
+/// `tools/list` that never ends (every page carries one more tool, its description `description`
+/// bytes long, and another `nextCursor`, after `delay`). It counts the pages asked for. Stopped
+/// when dropped.
+pub struct PagingServer {
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    pages: Arc<AtomicUsize>,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+impl PagingServer {
+    pub async fn start(delay: Duration, description: usize) -> Self {
+        use axum::routing::post;
+        let pages = Arc::new(AtomicUsize::new(0));
+        let counted = pages.clone();
+        let router = axum::Router::new().route(
+            "/mcp",
+            post(move |body: axum::Json<Value>| {
+                let counted = counted.clone();
+                async move { page_answer(body.0, &counted, delay, description).await }
+            }),
+        );
+        let stop = CancellationToken::new();
+        let url = format!("{}/mcp", super::serve_loopback(router, stop.clone()).await);
+        Self {
+            url,
+            pages,
+            _stop: stop.drop_guard(),
+        }
+    }
+
+    /// How many `tools/list` pages have been asked for.
+    pub fn pages(&self) -> usize {
+        self.pages.load(Ordering::SeqCst)
+    }
+}
+
+async fn page_answer(
+    message: Value,
+    pages: &AtomicUsize,
+    delay: Duration,
+    description: usize,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let Some(id) = message.get("id").cloned() else {
+        return axum::http::StatusCode::ACCEPTED.into_response();
+    };
+    let result = match message["method"].as_str().unwrap_or_default() {
+        "initialize" => json!({"protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "pager", "version": "1.0.0"}}),
+        "tools/list" => {
+            let page = pages.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(delay).await;
+            json!({"tools": [{"name": format!("t{page}"), "description": "x".repeat(description),
+                              "inputSchema": {"type": "object"}}],
+                   "nextCursor": format!("c{}", page + 1)})
+        }
+        _ => {
+            return axum::Json(json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "method not found"}}))
+            .into_response();
+        }
+    };
+    axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+}
