@@ -75,6 +75,10 @@ pub const CONFIG_SETTLE: Duration = Duration::from_secs(2);
 /// holds `MAX_MAX_STORES` entries of 1 KiB each. Past it the file is refused unread (a bounded
 /// reader stops one byte past the cap), naming the cap: a 200 MB file once took 12 s to parse.
 pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+/// The largest trust list read (`config::trust`): a line of a few hundred bytes a trusted file.
+pub const MAX_TRUST_LIST_BYTES: u64 = 256 * 1024;
+/// The most config files the trust list names: more than anyone trusts by hand.
+pub const MAX_TRUSTED: usize = 256;
 /// The shortest duration any `*_s` setting takes (a store's `timeout_s`, `per_store_timeout_s`,
 /// the header timeout, the breaker's cooldowns), in the file and through `POST /configure`
 /// alike. No store answers within a millisecond, even on loopback, so a smaller value is a slip

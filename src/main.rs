@@ -61,6 +61,20 @@ enum Command {
     /// Point at an MCP server nobody has written a mapping for: pick its search tool, call it
     /// once with --query and print the store entry that reads it, saying what was guessed.
     Propose(ProposeArgs),
+    /// Trust a config file found in the working directory (a cloned repository may carry one)
+    /// to read its stores' token_env and token_keyring and run their command, as it now stands:
+    /// an edit needs trust again.
+    Trust(TrustArgs),
+}
+
+#[derive(Args)]
+struct TrustArgs {
+    /// The config file (default: ./seren-corpus-callosum.yaml).
+    #[arg(value_name = "PATH")]
+    path: Option<PathBuf>,
+    /// Stop trusting it instead.
+    #[arg(long)]
+    forget: bool,
 }
 
 #[derive(Args)]
@@ -184,6 +198,9 @@ fn run(cli: Cli) -> ExitCode {
     if let Command::Init(arg) = &command {
         return init(arg);
     }
+    if let Command::Trust(args) = &command {
+        return trust(args);
+    }
     if let Command::Propose(args) = command {
         return runtime.block_on(propose(args));
     }
@@ -201,8 +218,8 @@ fn run(cli: Cli) -> ExitCode {
             Command::Check(_) => check(config).await,
             Command::Demo(_) => run_demo(config).await,
             Command::Stdio(args) => stdio(config, args.http, loader).await,
-            Command::Init(_) | Command::Propose(_) => {
-                unreachable!("init and propose run before any config is loaded")
+            Command::Init(_) | Command::Propose(_) | Command::Trust(_) => {
+                unreachable!("init, propose and trust run before any config is loaded")
             }
         }
     });
@@ -257,7 +274,7 @@ impl Command {
             Command::Stdio(args) => &args.serve.config,
             Command::Search(args) => &args.config,
             Command::Check(args) | Command::Init(args) => args,
-            Command::Propose(_) => unreachable!("propose reads no config"),
+            Command::Propose(_) | Command::Trust(_) => unreachable!("they read no config"),
         }
     }
 
@@ -266,7 +283,11 @@ impl Command {
         match self {
             Command::Serve(args) | Command::Demo(args) => Some(args),
             Command::Stdio(args) => Some(&args.serve),
-            Command::Search(_) | Command::Check(_) | Command::Init(_) | Command::Propose(_) => None,
+            Command::Search(_)
+            | Command::Check(_)
+            | Command::Init(_)
+            | Command::Propose(_)
+            | Command::Trust(_) => None,
         }
     }
 }
@@ -347,6 +368,67 @@ fn init(arg: &ConfigArg) -> ExitCode {
         )
     );
     ExitCode::SUCCESS
+}
+
+/// `trust`: records the file in the trust list (or takes it out), and says what that allows.
+/// Exit 66 (EX_NOINPUT) when the file cannot be read, 73 (EX_CANTCREAT) when the list cannot be
+/// written (or read: it is never written over then).
+fn trust(args: &TrustArgs) -> ExitCode {
+    use config::trust;
+    let file = args
+        .path
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(config::FILE_NAME));
+    let Some(list) = trust::list_path() else {
+        eprintln!(
+            "seren-corpus-callosum: no home directory, so no trust list; name the file with --config instead"
+        );
+        return ExitCode::from(73);
+    };
+    if args.forget {
+        return match trust::forget(&list, &file) {
+            Ok(true) => {
+                println!(
+                    "{} is no longer trusted ({}).",
+                    file.display(),
+                    list.display()
+                );
+                ExitCode::SUCCESS
+            }
+            Ok(false) => {
+                println!("{} was not trusted; nothing changed.", file.display());
+                ExitCode::SUCCESS
+            }
+            Err(why) => {
+                eprintln!("seren-corpus-callosum: {why}");
+                ExitCode::from(73)
+            }
+        };
+    }
+    if !file.is_file() {
+        eprintln!(
+            "seren-corpus-callosum: {} is not a file; nothing trusted",
+            file.display()
+        );
+        return ExitCode::from(66);
+    }
+    match trust::trust(&list, &file) {
+        Ok(trusted) => {
+            println!(
+                "Trusted {} as it stands (sha256 {}), in {}.\nFound in the working directory, its \
+                 stores may now read their token_env and token_keyring and run their command. An \
+                 edit needs trust again.",
+                trusted.file.display(),
+                trusted.sha256,
+                trusted.list.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("seren-corpus-callosum: {why}");
+            ExitCode::from(73)
+        }
+    }
 }
 
 /// Where Claude Desktop reads its config on this system: `%APPDATA%\Claude\` on Windows,
@@ -909,10 +991,13 @@ fn check_header(config: &Config) -> String {
     use std::fmt::Write;
     // Writing to a String cannot fail.
     let mut out = String::new();
-    let found = if config.exists {
-        "found"
-    } else {
-        "not found: an empty federation"
+    let found = match (config.exists, config.found_in_working_dir, config.trusted) {
+        (false, _, _) => "not found: an empty federation",
+        (true, false, _) => "found",
+        (true, true, true) => "found in the working directory, trusted",
+        (true, true, false) => {
+            "found in the working directory, not trusted: no secrets read, no programs run"
+        }
     };
     let _ = writeln!(out, "config:  {} ({found})", config.path.display());
     let _ = writeln!(out, "overlay: {}", config.overlay_shown());

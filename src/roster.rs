@@ -958,10 +958,10 @@ fn bind(config: &Config, clients: &Clients, entry: &StoreEntry) -> Result<Bound,
                     token,
                     client: clients.mcp(ca_file)?,
                 },
-                Endpoint::Program(_) if config.found_in_working_dir => {
+                Endpoint::Program(_) if config.untrusted() => {
                     return Err(format!(
-                        "not started: {} was found in the working directory, and a file found there may not run programs; name it with --config or SEREN_SCC_CONFIG",
-                        config.path.display()
+                        "not started: {}",
+                        config.untrusted_reason("run programs")
                     ));
                 }
                 Endpoint::Program(program) => Link::Stdio(program.clone()),

@@ -27,6 +27,7 @@ mod secret;
 mod store;
 #[cfg(test)]
 mod tests;
+pub mod trust;
 
 pub use crate::secret::Secret;
 pub use breaker::BreakerSettings;
@@ -173,8 +174,10 @@ pub struct Config {
     pub exists: bool,
     /// Whether the file was found in the working directory, nobody having named it (no
     /// `--config`, no `SEREN_SCC_CONFIG`). Such a file may have come with a cloned repository, so
-    /// its stores may not run programs.
+    /// unless the user trusts it ([`trust`]) its stores may not run programs or read secrets.
     pub found_in_working_dir: bool,
+    /// Whether the trust list holds that file as it was read (its path and the hash of its bytes).
+    pub trusted: bool,
     /// Where the runtime overlay lives.
     pub overlay_path: PathBuf,
     /// The runtime overlay in PostgreSQL instead (`server.overlay_url`, `SEREN_SCC_OVERLAY_URL`):
@@ -397,16 +400,43 @@ impl Config {
     }
 
     fn load_found(explicit: Option<&Path>, path: PathBuf, env: &Env) -> Result<Self, ConfigError> {
-        let mut config = Self::load_from(&path, env)?;
-        config.found_in_working_dir = explicit.is_none()
+        let found = explicit.is_none()
             && env.var("SEREN_SCC_CONFIG").is_none()
             && path == Path::new(FILE_NAME);
-        Ok(config)
+        let trust_list = found.then(trust::list_path).flatten();
+        Self::load_with(&path, env, None, trust_list.as_deref().map(Some))
     }
 
     /// Loads from `path` with `env` as the environment; tests pass their own environment.
     pub fn load_from(path: &Path, env: &Env) -> Result<Self, ConfigError> {
-        Self::load_with(path, env, None)
+        Self::load_with(path, env, None, None)
+    }
+
+    /// [`Config::load_from`] for a file found in the working directory, trusted as the list at
+    /// `trust_list` says (`None`: no list at hand, nothing trusted).
+    pub fn load_found_from(
+        path: &Path,
+        env: &Env,
+        trust_list: Option<&Path>,
+    ) -> Result<Self, ConfigError> {
+        Self::load_with(path, env, None, Some(trust_list))
+    }
+
+    /// Whether the file was found by search and is not trusted: its stores may not read
+    /// `token_env` or `token_keyring`, nor run a program.
+    pub fn untrusted(&self) -> bool {
+        self.found_in_working_dir && !self.trusted
+    }
+
+    /// Why an untrusted file's store is not bound, and how to trust the file: `what` is what it
+    /// may not do.
+    pub fn untrusted_reason(&self, what: &str) -> String {
+        format!(
+            "{} was found in the working directory and is not trusted to {what}; if the file is \
+             yours, run `seren-corpus-callosum trust` there, or name it with --config or \
+             SEREN_SCC_CONFIG",
+            self.path.display()
+        )
     }
 
     /// Reads this config's file again, as it now stands, with the same environment and keychain
@@ -421,20 +451,39 @@ impl Config {
                 message: "the file is gone; the config last loaded stays in force (write the file again, or restart to run without one)".into(),
             });
         }
-        let mut config = Self::load_with(&self.path, &self.env, Some(self.keychain.clone()))?;
-        config.found_in_working_dir = self.found_in_working_dir;
-        Ok(config)
+        // An edit needs trust again: the file's new bytes are looked up afresh.
+        let found = self.found_in_working_dir.then(trust::list_path);
+        Self::load_with(
+            &self.path,
+            &self.env,
+            Some(self.keychain.clone()),
+            found.as_ref().map(Option::as_deref),
+        )
     }
 
+    /// `found`: the file was found by search, to be trusted as the list there says (`Some(None)`:
+    /// no list at hand).
     fn load_with(
         path: &Path,
         env: &Env,
         keychain: Option<Arc<Keychain>>,
+        found: Option<Option<&Path>>,
     ) -> Result<Self, ConfigError> {
         let text = read_capped(path)?;
         let exists = text.is_some();
         let mut config = Self::parse_with(path, text.as_deref().unwrap_or(""), env, keychain)?;
         config.exists = exists;
+        if let Some(list) = found {
+            config.found_in_working_dir = true;
+            config.trusted = match (list, text.as_deref()) {
+                (Some(list), Some(text)) => trust::holds(list, path, text.as_bytes())
+                    .unwrap_or_else(|why| {
+                        config.warnings.push(why);
+                        false
+                    }),
+                _ => false,
+            };
+        }
         Ok(config)
     }
 
@@ -502,6 +551,7 @@ impl Config {
             path: path.to_owned(),
             exists: false,
             found_in_working_dir: false,
+            trusted: false,
             overlay_path: overlay_path(path, env),
             overlay_url,
             overlay_from_env: env.var("SEREN_SCC_RUNTIME_STORES").is_some(),
@@ -517,6 +567,21 @@ impl Config {
     /// A store's outbound token, by the one rule of [`secret::resolve`]; the reason when its
     /// pointer leads nowhere, worded for the store's `skipped` entry. Blocks on the keychain.
     pub fn store_token(&self, entry: &StoreEntry) -> Result<Option<Secret>, String> {
+        // A file found by search names pointers only once trusted: it could name any variable or
+        // entry, and the url it goes to.
+        if self.untrusted() && entry.token.is_none() {
+            let pointer = match (&entry.token_keyring, &entry.token_env) {
+                (Some(_), _) => Some("token_keyring"),
+                (None, Some(_)) => Some("token_env"),
+                (None, None) => None,
+            };
+            if let Some(key) = pointer {
+                return Err(format!(
+                    "not called: {}",
+                    self.untrusted_reason(&format!("read its {key}"))
+                ));
+            }
+        }
         let pointers = Pointers {
             inline: entry.token.as_ref(),
             keychain: entry.token_keyring.as_ref(),

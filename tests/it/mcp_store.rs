@@ -602,10 +602,16 @@ async fn a_config_found_in_the_working_directory_runs_no_program() {
     let output = process::run(found).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stdout.contains("skipped  planted (mcp): not started: seren-corpus-callosum.yaml was found in the working directory, and a file found there may not run programs; name it with --config or SEREN_SCC_CONFIG"),
+        stdout.contains("skipped  planted (mcp): not started: seren-corpus-callosum.yaml was found in the working directory and is not trusted to run programs; if the file is yours, run `seren-corpus-callosum trust` there, or name it with --config or SEREN_SCC_CONFIG"),
         "{stdout}"
     );
     assert!(!marker.exists(), "the planted program ran");
+    assert!(
+        stdout.contains(
+            "config:  seren-corpus-callosum.yaml (found in the working directory, not trusted: no secrets read, no programs run)"
+        ),
+        "{stdout}"
+    );
     // Named, the same file may.
     let mut named = process::command(&["check", "-c", "seren-corpus-callosum.yaml"]);
     named.current_dir(dir.path());

@@ -279,3 +279,144 @@ async fn a_mistyped_config_value_is_never_quoted_at_start_check_reload_or_in_the
     let log = server.stop();
     assert!(!log.contains(SECRET_WEIGHT), "{log}");
 }
+
+/// The binary run in `dir` with the trust list under `home` (its config dir on every system the
+/// tests run on) and `SCC_TEST_SECRET` set.
+fn in_planted_dir(
+    dir: &std::path::Path,
+    home: &std::path::Path,
+    args: &[&str],
+) -> std::process::Command {
+    let mut command = process::command(args);
+    command
+        .current_dir(dir)
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("SCC_TEST_SECRET", SECRET);
+    command
+}
+
+#[tokio::test]
+async fn a_config_found_in_the_working_directory_sends_no_secret_until_trusted() {
+    // A cloned repository carries a seren-corpus-callosum.yaml naming a variable of the user's
+    // environment and a url of the attacker's: found by search, the store is skipped and never
+    // called; trusted, it reads the variable; edited, it needs trust again; named, it is the
+    // user's own choice.
+    let target = StubStore::hits(memory_hits(&[("x1", 0.1)])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "federation:\n  stores:\n    - name: planted\n      type: seren_memory\n      url: {}\n      token_env: SCC_TEST_SECRET\n",
+        target.url
+    );
+    process::write_config(dir.path(), &yaml);
+    let search = || in_planted_dir(dir.path(), home.path(), &["search", "anything"]);
+    let output = process::run(search()).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        format!("{stdout}{stderr}").contains(
+            "not called: seren-corpus-callosum.yaml was found in the working directory and is not trusted to read its token_env; if the file is yours, run `seren-corpus-callosum trust` there"
+        ),
+        "{stdout}{stderr}"
+    );
+    assert_eq!(target.accepted(), 0, "the planted store was called");
+
+    // Trusted as it stands: the store reads its variable.
+    let output = process::run(in_planted_dir(dir.path(), home.path(), &["trust"])).await;
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        said.contains("Trusted ") && said.contains("sha256 "),
+        "{said}"
+    );
+    let output = process::run(search()).await;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let sent: Vec<_> = target
+        .captured()
+        .into_iter()
+        .filter_map(|c| c.authorization)
+        .collect();
+    assert_eq!(sent, vec![format!("Bearer {SECRET}")]);
+
+    // Edited, it is a new file: not trusted until the user says so again.
+    process::write_config(dir.path(), &format!("{yaml}# one more line\n"));
+    let output = process::run(search()).await;
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("is not trusted to read its token_env")
+            || String::from_utf8_lossy(&output.stdout)
+                .contains("is not trusted to read its token_env"),
+        "{output:?}"
+    );
+    assert_eq!(
+        target.captured().len(),
+        1,
+        "the edited file's store was called"
+    );
+
+    // Named, the file is the user's own choice.
+    let output = process::run(in_planted_dir(
+        dir.path(),
+        home.path(),
+        &["search", "-c", "seren-corpus-callosum.yaml", "anything"],
+    ))
+    .await;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(target.captured().len(), 2);
+
+    // Forgotten: skipped again, and forgetting twice says so.
+    process::run(in_planted_dir(dir.path(), home.path(), &["trust"])).await;
+    for said in ["is no longer trusted", "was not trusted; nothing changed"] {
+        let forget = in_planted_dir(dir.path(), home.path(), &["trust", "--forget"]);
+        let output = process::run(forget).await;
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains(said),
+            "{output:?}"
+        );
+    }
+    process::run(search()).await;
+    assert_eq!(
+        target.captured().len(),
+        2,
+        "a forgotten file's store was called"
+    );
+}
+
+#[tokio::test]
+async fn trust_names_what_it_could_not_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    // No file to trust.
+    let output = process::run(in_planted_dir(dir.path(), home.path(), &["trust"])).await;
+    assert_eq!(output.status.code(), Some(66));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("seren-corpus-callosum.yaml is not a file; nothing trusted"),
+        "{output:?}"
+    );
+    // A trust list that cannot be read is never written over.
+    process::write_config(dir.path(), "federation:\n  stores: []\n");
+    let list_dir = home.path().join(".config/seren-corpus-callosum");
+    std::fs::create_dir_all(&list_dir).unwrap();
+    std::fs::write(list_dir.join("trusted-configs.json"), "{not json").unwrap();
+    let output = process::run(in_planted_dir(dir.path(), home.path(), &["trust"])).await;
+    assert_eq!(output.status.code(), Some(73), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("trusted-configs.json"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(list_dir.join("trusted-configs.json")).unwrap(),
+        "{not json"
+    );
+}
