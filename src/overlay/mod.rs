@@ -351,17 +351,47 @@ pub const PRIVACY: &str = if cfg!(unix) {
 
 /// Takes the overlay's lock, waiting for another process that holds it. Blocking: call it off the
 /// async threads.
+///
+/// The lock file is opened without following a link: one planted at its path (pointing at a file
+/// of the user's, or where none is yet) would otherwise be opened for writing, or created, where
+/// it points. A link, or anything but a plain file, is refused, naming the path.
 pub fn lock(path: &Path) -> std::io::Result<Lock> {
     let (dir, file_name) = dir_and_name(path);
     std::fs::create_dir_all(&dir)?;
+    let lock_path = dir.join(format!(".{file_name}.lock"));
     let mut options = std::fs::OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
     }
-    let file = options.open(dir.join(format!(".{file_name}.lock")))?;
+    #[cfg(windows)]
+    {
+        // FILE_FLAG_OPEN_REPARSE_POINT: open a link itself, never where it points.
+        use std::os::windows::fs::OpenOptionsExt;
+        options.custom_flags(0x0020_0000);
+    }
+    let not_plain = || {
+        std::io::Error::other(format!(
+            "{} is a link or not a plain file, and the overlay's lock file must be a plain file; remove it",
+            lock_path.display()
+        ))
+    };
+    let file = match options.open(&lock_path) {
+        Ok(file) => file,
+        // O_NOFOLLOW's refusal (ELOOP) said in words.
+        Err(_)
+            if std::fs::symlink_metadata(&lock_path).is_ok_and(|m| m.file_type().is_symlink()) =>
+        {
+            return Err(not_plain());
+        }
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if meta.file_type().is_symlink() || !meta.is_file() {
+        return Err(not_plain());
+    }
     file.lock()?;
     Ok(Lock { _file: file })
 }
@@ -493,6 +523,35 @@ mod tests {
         save(&path, &[json!({"name": "a", "token": "t"})]).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_the_lock_files_path_is_refused_and_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runtime-stores.json");
+        let lock_path = dir.path().join(".runtime-stores.json.lock");
+        // A link to where no file is yet: followed, the lock would create it there.
+        let elsewhere = dir.path().join("elsewhere");
+        std::os::unix::fs::symlink(&elsewhere, &lock_path).unwrap();
+        let refused = lock(&path).unwrap_err().to_string();
+        assert!(
+            refused.contains(".runtime-stores.json.lock is a link or not a plain file"),
+            "{refused}"
+        );
+        assert!(!elsewhere.exists(), "the planted link was followed");
+        // A link to a file of the user's: not opened for writing.
+        let theirs = dir.path().join("theirs");
+        std::fs::write(&theirs, "kept").unwrap();
+        std::fs::remove_file(&lock_path).unwrap();
+        std::os::unix::fs::symlink(&theirs, &lock_path).unwrap();
+        assert!(lock(&path).is_err());
+        // Not a plain file: a directory in its place.
+        std::fs::remove_file(&lock_path).unwrap();
+        std::fs::create_dir(&lock_path).unwrap();
+        assert!(lock(&path).is_err());
+        // The user's file is as it was.
+        assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "kept");
     }
 
     #[test]
