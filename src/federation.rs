@@ -48,7 +48,7 @@ pub struct Federation {
     /// restart).
     reloads: RwLock<ReloadState>,
     /// The bytes of store answers every search under way holds, bounded (`ledger`).
-    answers: Ledger,
+    answers: Arc<Ledger>,
 }
 
 /// What `GET /stores` says of the config file since the service started.
@@ -83,6 +83,7 @@ impl Federation {
         let clients = crate::store::clients::Clients::new(config.tls.trust_system_store)?;
         let max_searches = config.server.max_in_flight;
         let knobs = RwLock::new(Arc::new(Knobs::from_config(&config)));
+        let answers = clients.answers();
         Ok(Self {
             knobs,
             health: Health::new(config.federation.breaker),
@@ -91,7 +92,7 @@ impl Federation {
             searches: tokio::sync::Semaphore::new(max_searches),
             metrics: crate::metrics::Metrics::default(),
             reloads: RwLock::default(),
-            answers: Ledger::default(),
+            answers,
         })
     }
 
@@ -103,6 +104,12 @@ impl Federation {
             federation.refresh_overlay().await;
         }
         Ok(federation)
+    }
+
+    /// The bytes of store answers held now by the searches under way and by answers arriving,
+    /// whatever the protocol (`ledger`).
+    pub fn answer_bytes_held(&self) -> usize {
+        self.answers.held()
     }
 
     /// The configuration in force.

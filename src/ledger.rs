@@ -62,6 +62,11 @@ impl Ledger {
         }
     }
 
+    /// The bound.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
     /// Bytes held now, by every search.
     pub fn held(&self) -> usize {
         self.held.load(Ordering::Relaxed)
@@ -172,6 +177,50 @@ impl Drop for Hold<'_> {
         if self.taken > 0 {
             self.purse.give(self.taken);
         }
+    }
+}
+
+/// Bytes of a message still arriving on a transport no search owns (an `mcp` store's session: a
+/// line of its server's stdout, an event of its HTTP stream, a JSON body), counted against the
+/// process's bound as they arrive. [`Inflow::release`] gives them back once the message is whole
+/// and handed on (its reader then counts what the search keeps, in its purse); dropped, it gives
+/// back whatever it holds, so a transport that fails or is closed keeps nothing.
+#[derive(Debug)]
+pub struct Inflow {
+    ledger: std::sync::Arc<Ledger>,
+    held: AtomicUsize,
+}
+
+impl Inflow {
+    pub fn new(ledger: std::sync::Arc<Ledger>) -> Self {
+        Self {
+            ledger,
+            held: AtomicUsize::new(0),
+        }
+    }
+
+    /// Counts `n` more bytes arriving, or says that the process's bound would break (and counts
+    /// none of them).
+    pub fn take(&self, n: usize) -> Result<(), Over> {
+        self.ledger.take(n)?;
+        self.held.fetch_add(n, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The bytes counted since the last release: the message under way.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Gives back every byte counted: the message is whole and handed on.
+    pub fn release(&self) {
+        self.ledger.give(self.held.swap(0, Ordering::Relaxed));
+    }
+}
+
+impl Drop for Inflow {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

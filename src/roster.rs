@@ -966,7 +966,7 @@ fn bind(config: &Config, clients: &Clients, entry: &StoreEntry) -> Result<Bound,
                 }
                 Endpoint::Program(program) => Link::Stdio(program.clone()),
             };
-            Caller::Mcp(McpStore::new(&entry.name, spec, link))
+            Caller::Mcp(McpStore::new(&entry.name, spec, link, clients.answers()))
         }
         (Endpoint::Url(url), _) => {
             let protocol = store::build(kind, &entry.options)?;

@@ -381,12 +381,6 @@ impl RawStoreEntry {
             }
             (None, None) => return Ok(Err("missing url".into())),
         };
-        if let Endpoint::Url(url) = &endpoint
-            && mcp
-            && let Some(why) = mcp_https_refusal(url.exact().scheme(), cfg!(target_os = "macos"))
-        {
-            return Err(("url", why.into()));
-        }
         if non_blank(&self.tls_ca_file).is_some() {
             match &endpoint {
                 Endpoint::Url(url) if url.exact().scheme() == "https" => {}
@@ -416,16 +410,6 @@ impl RawStoreEntry {
         }
         Ok(Ok(endpoint))
     }
-}
-
-/// Why this build cannot reach an `mcp` store by `scheme`, if it cannot: on macOS, https (its MCP
-/// client is built without TLS, which would link Apple's Security framework: Cargo.toml).
-fn mcp_https_refusal(scheme: &str, macos: bool) -> Option<&'static str> {
-    (macos && scheme == "https").then_some(
-        "is https://, and this macOS build reaches mcp servers over http:// only (TLS there would \
-         need Apple's Security framework): run the server on http://127.0.0.1, or start it with \
-         command over stdio",
-    )
 }
 
 /// A store's `description`: trimmed, one line of at most [`MAX_DESCRIPTION_CHARS`] characters
@@ -657,14 +641,6 @@ mod tests {
         // An empty query still hides that there is one.
         check("http://host.example/s?", "http://host.example/s?***");
         check("https://HOST.example", "https://host.example");
-    }
-
-    #[test]
-    fn the_macos_build_names_why_an_mcp_store_over_https_cannot_be_reached() {
-        let why = mcp_https_refusal("https", true).unwrap();
-        assert!(why.contains("http://") && why.contains("command"), "{why}");
-        assert_eq!(mcp_https_refusal("http", true), None);
-        assert_eq!(mcp_https_refusal("https", false), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! It does not call stores (`remote` and `mcp::client` do) or decide which store gets which
 //! client (`roster` binds).
 
+use crate::ledger::Ledger;
 use crate::limits::MAX_CA_FILE_BYTES;
 use rustls::RootCertStore;
 use rustls::pki_types::CertificateDer;
@@ -22,16 +23,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The client MCP servers over HTTP are called with: rmcp's transport takes this reqwest.
-pub type McpHttp = reqwest_mcp::Client;
+/// The client MCP servers over HTTP are called with: the stores' own (rmcp's protocol runs over
+/// it in `store::mcp::http`, which counts what arrives in the ledger).
+pub type McpHttp = reqwest::Client;
 
 /// Why the store clients could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     #[error("could not build the HTTP client for stores: {0}")]
     Http(#[from] reqwest::Error),
-    #[error("could not build the HTTP client for MCP stores: {0}")]
-    Mcp(#[from] reqwest_mcp::Error),
     #[error("no TLS protocol version is available: {0}")]
     Tls(#[from] rustls::Error),
 }
@@ -42,7 +42,8 @@ pub struct Clients {
     /// The webpki roots, and the OS store's when `tls.trust_system_store` is on.
     roots: Arc<RootCertStore>,
     http: reqwest::Client,
-    mcp: McpHttp,
+    /// The process's bound on the bytes of store answers held, whatever the protocol.
+    answers: Arc<Ledger>,
 }
 
 impl std::fmt::Debug for Clients {
@@ -65,7 +66,7 @@ impl Clients {
         let roots = Arc::new(roots(trust_system_store));
         Ok(Self {
             http: http_client(&roots)?,
-            mcp: mcp_client(&roots)?,
+            answers: Arc::new(Ledger::default()),
             roots,
         })
     }
@@ -82,15 +83,14 @@ impl Clients {
         }
     }
 
-    /// The client for an `mcp` store over HTTP, as [`Clients::http`].
+    /// The client for an `mcp` store over HTTP: the same as [`Clients::http`]'s.
     pub fn mcp(&self, ca_file: Option<&Path>) -> Result<McpHttp, String> {
-        match ca_file {
-            None => Ok(self.mcp.clone()),
-            Some(path) => {
-                let roots = self.with_ca_file(path)?;
-                mcp_client(&roots).map_err(|_| "the store's HTTP client could not be built".into())
-            }
-        }
+        self.http(ca_file)
+    }
+
+    /// The process's count of store-answer bytes held, every store's answers in it.
+    pub fn answers(&self) -> Arc<Ledger> {
+        self.answers.clone()
     }
 
     /// The shared roots plus the certificates of `path`, or why that file cannot be used (worded
@@ -222,25 +222,6 @@ fn http_client(roots: &RootCertStore) -> Result<reqwest::Client, BuildError> {
         .use_preconfigured_tls(tls_config(roots, &[b"h2", b"http/1.1"])?)
         // A redirect would send the query (and perhaps a token) somewhere not configured.
         .redirect(reqwest::redirect::Policy::none())
-        .tcp_nodelay(true)
-        .pool_idle_timeout(POOL_IDLE)
-        .build()?)
-}
-
-/// The MCP client: HTTP/1.1 (rmcp's reqwest is built without HTTP/2).
-fn mcp_client(roots: &RootCertStore) -> Result<McpHttp, BuildError> {
-    let builder = reqwest_mcp::Client::builder();
-    #[cfg(not(target_os = "macos"))]
-    let builder = builder.tls_backend_preconfigured(tls_config(roots, &[b"http/1.1"])?);
-    // The macOS build's MCP client has no TLS (Cargo.toml says why); `mcp` store urls are
-    // http:// there, checked when the config is read (`config::store`).
-    #[cfg(target_os = "macos")]
-    let _ = roots;
-    Ok(builder
-        .user_agent(USER_AGENT)
-        // As above; rmcp's own client follows same-origin 307 and 308, which would still move
-        // a session somewhere the config does not name.
-        .redirect(reqwest_mcp::redirect::Policy::none())
         .tcp_nodelay(true)
         .pool_idle_timeout(POOL_IDLE)
         .build()?)

@@ -246,13 +246,7 @@ impl Caller {
     ) -> Result<Vec<Hit>, Failure> {
         match self {
             Caller::Http(remote) => remote.search(query, n, (chain, call), purse).await,
-            Caller::Mcp(store) => {
-                let hits = store.search(query, n, chain, call.timeout).await?;
-                // rmcp has read the answer whole (within its own cap); what the hits keep is
-                // counted like an HTTP store's.
-                purse.hold().keep_hits(&hits).map_err(Failure::Memory)?;
-                Ok(hits)
-            }
+            Caller::Mcp(store) => store.search(query, n, (chain, call.timeout), purse).await,
         }
     }
 

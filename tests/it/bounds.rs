@@ -309,13 +309,6 @@ fn big_answer(hits: usize, each: usize) -> Bytes {
     Bytes::from(serde_json::to_vec(&json!({ "hits": hits })).unwrap())
 }
 
-/// The peak resident memory of process `pid` so far, in KiB (`VmHWM`).
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 #[tokio::test]
 async fn the_bytes_a_search_holds_are_bounded_and_said_so() {
     let body = big_answer(1000, 8000);
@@ -328,7 +321,7 @@ async fn the_bytes_a_search_holds_are_bounded_and_said_so() {
     let mut server = Server::start(process::command(&["serve", "-c", &config]));
     let url = process::listening_url(&server.wait_for("listening on"));
     let client = test_client();
-    let idle = peak_rss_kib(server.pid());
+    let idle = process::status_kib(server.pid(), "VmHWM:");
     let search = || async {
         let response = client
             .post(format!("{url}/search"))
@@ -340,7 +333,7 @@ async fn the_bytes_a_search_holds_are_bounded_and_said_so() {
         response.json::<Value>().await.unwrap()
     };
     let answers = futures_util::future::join_all((0..4).map(|_| search())).await;
-    let peak = peak_rss_kib(server.pid());
+    let peak = process::status_kib(server.pid(), "VmHWM:");
     eprintln!(
         "peak RSS: {} MiB idle, {} MiB after four 64-store near-cap searches",
         idle / 1024,

@@ -21,6 +21,7 @@ use super::map::Mapping;
 use crate::chain::Chain;
 use crate::config::Program;
 use crate::fusion::Hit;
+use crate::ledger::{Ledger, Purse};
 use crate::limits::{
     DEFAULT_BODY_CAP, MCP_MAX_BACKOFF, MCP_MAX_TOOL_BYTES, MCP_MAX_TOOL_PAGES, MCP_MAX_TOOLS,
     MCP_START_WAIT, MCP_STDERR_LINES,
@@ -68,6 +69,8 @@ struct Inner {
     store: String,
     spec: Spec,
     link: Link,
+    /// The process's count of store-answer bytes, which a session's arriving bytes go into.
+    answers: Arc<Ledger>,
     state: Mutex<State>,
 }
 
@@ -130,12 +133,13 @@ impl fmt::Debug for McpStore {
 }
 
 impl McpStore {
-    pub fn new(store: &str, spec: Spec, link: Link) -> Self {
+    pub fn new(store: &str, spec: Spec, link: Link, answers: Arc<Ledger>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 store: store.to_owned(),
                 spec,
                 link,
+                answers,
                 state: Mutex::new(State::default()),
             }),
         }
@@ -153,15 +157,16 @@ impl McpStore {
         let _ = self.inner.pending();
     }
 
-    /// Calls the tool for `n` hits of `query`, carrying `chain` in `_meta`, within `timeout`.
+    /// Calls the tool for `n` hits of `query`, carrying `chain` in `_meta`, within `timeout`;
+    /// the result is counted in the search's `purse` while it is read, and its hits after.
     pub async fn search(
         &self,
         query: &str,
         n: usize,
-        chain: &Chain,
-        timeout: Duration,
+        (chain, timeout): (&Chain, Duration),
+        purse: &Purse<'_>,
     ) -> Result<Vec<Hit>, Failure> {
-        match tokio::time::timeout(timeout, self.inner.ask(query, n, chain)).await {
+        match tokio::time::timeout(timeout, self.inner.ask(query, n, chain, purse)).await {
             Ok(answer) => answer,
             // The start goes on; the reason says so, since a later search will find it up.
             Err(_) if self.inner.starting() => Err(Failure::Mcp(format!(
@@ -202,6 +207,7 @@ impl Inner {
         query: &str,
         n: usize,
         chain: &Chain,
+        purse: &Purse<'_>,
     ) -> Result<Vec<Hit>, Failure> {
         let session = self.session().await?;
         let spec = &self.spec;
@@ -212,7 +218,15 @@ impl Inner {
         match session.service.call_tool(params).await {
             Ok(result) => {
                 self.answered();
-                read(&result, &spec.mapping, n)
+                // Its bytes were counted while they arrived (`http`, `stdout`); the parsed
+                // result is counted in the search's purse until its hits are read, and then
+                // what they keep, like an HTTP store's answer.
+                let mut hold = purse.hold();
+                hold.take(result_bytes(&result)).map_err(Failure::Memory)?;
+                let hits = read(&result, &spec.mapping, n)?;
+                drop(result);
+                hold.keep_hits(&hits).map_err(Failure::Memory)?;
+                Ok(hits)
             }
             Err(error) => Err(self.call_failed(&session, error)),
         }
@@ -257,9 +271,9 @@ impl Inner {
     /// is aborted when the store is dropped first (removed, or dropped by a reload).
     fn start(self: &Arc<Self>) -> (Pending, tokio::task::AbortHandle) {
         let weak = Arc::downgrade(self);
-        let (store, link) = (self.store.clone(), self.link.clone());
+        let (store, link, answers) = (self.store.clone(), self.link.clone(), self.answers.clone());
         let task = tokio::spawn(async move {
-            let started = tokio::time::timeout(MCP_START_WAIT, connect(&store, &link))
+            let started = tokio::time::timeout(MCP_START_WAIT, connect(&store, &link, answers))
                 .await
                 .unwrap_or_else(|_| {
                     Err(Failure::Mcp(format!(
@@ -322,7 +336,11 @@ impl Inner {
     /// search starts another.
     fn call_failed(&self, session: &Arc<Session>, error: ServiceError) -> Failure {
         match error {
-            ServiceError::McpError(error) => refused(&error),
+            ServiceError::McpError(error) => match super::http::dropped_bound(&error) {
+                Some("memory") => Failure::Memory(crate::ledger::Over::Process(self.answers.cap())),
+                Some(_) => Failure::TooLarge(DEFAULT_BODY_CAP),
+                None => refused(&error),
+            },
             ServiceError::Timeout { timeout } => Failure::Timeout(timeout),
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 let why = match &error {
@@ -424,9 +442,11 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// Spawns or reaches the server, initializes and lists its tools, within `wait`.
+    /// Spawns or reaches the server, initializes and lists its tools, within `wait`. Its answers
+    /// are counted against a ledger of its own, as one search's are.
     pub async fn open(store: &str, link: &Link, wait: Duration) -> Result<Self, Failure> {
-        match tokio::time::timeout(wait, connect(store, link)).await {
+        let answers = Arc::new(Ledger::default());
+        match tokio::time::timeout(wait, connect(store, link, answers)).await {
             Ok(session) => Ok(Self { session: session? }),
             Err(_) => Err(Failure::Timeout(wait)),
         }
@@ -485,6 +505,27 @@ fn refused(error: &rmcp::model::ErrorData) -> Failure {
     ))
 }
 
+/// About what a parsed tool result holds on the heap: its texts and its structured content.
+fn result_bytes(result: &CallToolResult) -> usize {
+    let texts: usize = texts(result).iter().map(|text| text.len() + 32).sum();
+    texts + result.structured_content.as_ref().map_or(0, value_bytes)
+}
+
+/// About what a JSON value holds on the heap (its depth is bounded by the parser's).
+fn value_bytes(value: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    const NODE: usize = std::mem::size_of::<Value>();
+    NODE + match value {
+        Value::String(text) => text.len(),
+        Value::Array(items) => items.iter().map(value_bytes).sum(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| k.len() + NODE + value_bytes(v))
+            .sum(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
+    }
+}
+
 /// A tool result's text blocks, in order.
 pub fn texts(result: &CallToolResult) -> Vec<&str> {
     let blocks = result.content.iter().filter_map(|block| block.as_text());
@@ -499,8 +540,9 @@ fn client_config() -> ClientConfig {
     )
 }
 
-/// Opens a session: spawns the server or reaches its url, initializes, lists its tools.
-async fn connect(store: &str, link: &Link) -> Result<Session, Failure> {
+/// Opens a session: spawns the server or reaches its url, initializes, lists its tools. What the
+/// server sends is counted in `answers` as it arrives.
+async fn connect(store: &str, link: &Link, answers: Arc<Ledger>) -> Result<Session, Failure> {
     let (service, child) = match link {
         Link::Stdio(program) => {
             let mut child = spawn(program)?;
@@ -513,6 +555,7 @@ async fn connect(store: &str, link: &Link) -> Result<Session, Failure> {
             }
             // A line of the server's is one answer: capped like an HTTP store's body (rmcp's
             // own default is 16 MiB), so an MCP answer over stdio holds no more than one over HTTP.
+            let stdout = super::stdout::Counted::new(stdout, answers);
             let transport = AsyncRwTransport::<RoleClient, _, _>::new(stdout, stdin)
                 .with_max_line_length(DEFAULT_BODY_CAP);
             match client_config().serve(transport).await {
@@ -524,12 +567,16 @@ async fn connect(store: &str, link: &Link) -> Result<Session, Failure> {
             }
         }
         Link::Http { url, token, client } => {
+            // One event, or one JSON body, within the cap an HTTP store's body has (rmcp's own
+            // default is 16 MiB each).
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                .max_json_response_size(DEFAULT_BODY_CAP);
+                .max_json_response_size(DEFAULT_BODY_CAP)
+                .max_sse_event_size(DEFAULT_BODY_CAP);
             if let Some(token) = token {
                 config = config.auth_header(token.expose());
             }
-            let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
+            let client = super::http::Metered::new(client.clone(), answers);
+            let transport = StreamableHttpClientTransport::with_client(client, config);
             let service = client_config()
                 .serve(transport)
                 .await
@@ -786,10 +833,10 @@ fn service_words(service: &ServiceError) -> Option<String> {
 }
 
 /// The words for rmcp's HTTP transport error, `StreamableHttpError<E>`, `E` the error of the
-/// reqwest rmcp calls with ([`McpHttp`]'s, a major version apart from the callosum's own).
+/// reqwest [`super::http::Metered`] calls with.
 fn http_words(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     use rmcp::transport::streamable_http_client::StreamableHttpError as Http;
-    let http = error.downcast_ref::<Http<reqwest_mcp::Error>>()?;
+    let http = error.downcast_ref::<Http<reqwest::Error>>()?;
     Some(match http {
         // The client's error: its source chain ends in an IO error (refused, reset) or not.
         Http::Client(error) => {
@@ -852,10 +899,9 @@ mod tests {
         check("", None);
     }
 
-    /// rmcp's HTTP transport errors quoting `secret`, and their words (`E` is fixed by the
-    /// constructor, as in [`http_words`]).
+    /// rmcp's HTTP transport errors quoting `secret`, and their words (`E` is the error of the
+    /// client the sessions run on, as in [`http_words`]).
     fn http_errors<C: rmcp::transport::streamable_http_client::StreamableHttpClient>(
-        _built_by: fn(StreamableHttpClientTransportConfig) -> StreamableHttpClientTransport<C>,
         secret: &str,
     ) -> Vec<(Box<dyn std::error::Error>, &'static str)> {
         use rmcp::transport::streamable_http_client::StreamableHttpError as Http;
@@ -890,7 +936,7 @@ mod tests {
         let secret = "http://user:PASSW0RD@[::1]:9/mcp?api_key=SECRETKEY no results for 'SECRET'";
         let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, secret);
         check(&refused, "connection refused");
-        for (error, expected) in http_errors(StreamableHttpClientTransport::from_config, secret) {
+        for (error, expected) in http_errors::<super::super::http::Metered>(secret) {
             check(error.as_ref(), expected);
         }
         let json = serde_json::from_str::<u32>(&format!("\"{secret}\"")).unwrap_err();

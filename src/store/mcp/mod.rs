@@ -9,10 +9,12 @@
 //! so a bad pointer stops the start naming the store and the key; `POST /stores` checks it too.
 
 pub mod client;
+pub mod http;
 pub mod map;
 pub mod preset;
 pub mod propose;
 pub mod shape;
+mod stdout;
 
 pub use client::{McpStore, Probe, ToolCheck};
 

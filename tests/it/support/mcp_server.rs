@@ -290,3 +290,100 @@ async fn page_answer(
     };
     axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
 }
+
+/// A hostile MCP server over streamable HTTP, written by hand: `initialize` and `tools/list` (one
+/// tool, `find`) as any server, then every `tools/call` answered with one event of an event
+/// stream holding a text block of `size` bytes, sent a MiB at a time with `pause` between (so
+/// that many answers are arriving at once). It counts the calls. Stopped when dropped.
+pub struct FloodServer {
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    calls: Arc<AtomicUsize>,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+impl FloodServer {
+    pub async fn start(size: usize, pause: Duration) -> Self {
+        use axum::routing::post;
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        let router = axum::Router::new().route(
+            "/mcp",
+            post(move |body: axum::Json<Value>| {
+                let counted = counted.clone();
+                async move { flood_answer(body.0, &counted, size, pause) }
+            }),
+        );
+        let stop = CancellationToken::new();
+        let url = format!("{}/mcp", super::serve_loopback(router, stop.clone()).await);
+        Self {
+            url,
+            calls,
+            _stop: stop.drop_guard(),
+        }
+    }
+
+    /// How many `tools/call` requests have come in.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+fn flood_answer(
+    message: Value,
+    calls: &AtomicUsize,
+    size: usize,
+    pause: Duration,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let Some(id) = message.get("id").cloned() else {
+        return axum::http::StatusCode::ACCEPTED.into_response();
+    };
+    let result = match message["method"].as_str().unwrap_or_default() {
+        "initialize" => json!({"protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "flood", "version": "1.0.0"}}),
+        "tools/list" => json!({"tools": [{"name": "find",
+            "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}}}]}),
+        "tools/call" => {
+            calls.fetch_add(1, Ordering::SeqCst);
+            return flood_events(id, size, pause);
+        }
+        _ => {
+            return axum::Json(json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "method not found"}}))
+            .into_response();
+        }
+    };
+    axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+}
+
+/// One event, `size` bytes of text in a tool result, sent a MiB at a time.
+fn flood_events(id: Value, size: usize, pause: Duration) -> axum::response::Response {
+    const MIB: usize = 1024 * 1024;
+    let head = format!(
+        "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\""
+    );
+    let tail = "\"}]}}\n\n";
+    let mut parts = vec![axum::body::Bytes::from(head)];
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(MIB);
+        parts.push(axum::body::Bytes::from(vec![b'x'; n]));
+        left -= n;
+    }
+    parts.push(axum::body::Bytes::from_static(tail.as_bytes()));
+    let stream = futures_util::stream::unfold(
+        (parts.into_iter(), true),
+        move |(mut parts, first)| async move {
+            let part = parts.next()?;
+            if !first {
+                tokio::time::sleep(pause).await;
+            }
+            Some((Ok::<_, std::io::Error>(part), (parts, false)))
+        },
+    );
+    axum::response::Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(axum::body::Body::from_stream(stream))
+        .unwrap()
+}

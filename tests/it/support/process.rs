@@ -214,3 +214,10 @@ pub async fn get_json(url: &str, path: &str) -> serde_json::Value {
     assert_eq!(answer.status(), 200, "{path}");
     answer.json().await.unwrap()
 }
+
+/// A line of `/proc/PID/status` (`VmHWM:` the peak resident memory so far, `VmRSS:` now), in KiB.
+pub fn status_kib(pid: u32, key: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with(key)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
