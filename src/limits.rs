@@ -143,6 +143,9 @@ pub const MAX_ANSWER_BYTES: usize = 256 * 1024 * 1024;
 pub const STORE_LATENCIES_KEPT: usize = 128;
 /// The longest access token read (bytes); a JWT access token is a few hundred bytes to a few KiB.
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
+/// The most scopes read from one token's `scope` or `scp` claim; a token grants a dozen at most,
+/// and one past this is refused (not cut: the cut could fall anywhere).
+pub const MAX_TOKEN_SCOPES: usize = 256;
 /// The most keys kept from one JWKS; an issuer publishes a handful.
 pub const MAX_KEYS: usize = 64;
 /// How far a token's `exp` and `nbf` may be off, for clocks that disagree (contract §6b).

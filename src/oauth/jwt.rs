@@ -9,7 +9,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde::Deserialize;
 
-pub use crate::limits::{MAX_KEYS, MAX_TOKEN_BYTES, TOKEN_LEEWAY_S as LEEWAY_S};
+pub use crate::limits::{MAX_KEYS, MAX_TOKEN_BYTES, MAX_TOKEN_SCOPES, TOKEN_LEEWAY_S as LEEWAY_S};
 
 /// Why a token was not taken. Worded for the token's holder; never echoes the token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -38,6 +38,10 @@ pub enum Invalid {
     Expired,
     #[error("the token is not valid yet (nbf)")]
     NotYet,
+    #[error("the token's {0} claim is neither a space-separated string nor an array of strings")]
+    ScopeClaim(&'static str),
+    #[error("the token's {0} claim holds more than {max} scopes", max = MAX_TOKEN_SCOPES)]
+    TooManyScopes(&'static str),
 }
 
 /// A signing algorithm this server takes, and the key type it needs.
@@ -266,8 +270,115 @@ struct Claims {
     aud: Option<OneOrMany>,
     exp: Option<f64>,
     nbf: Option<f64>,
-    scope: Option<String>,
-    scp: Option<OneOrMany>,
+    scope: Option<ScopeClaim>,
+    scp: Option<ScopeClaim>,
+}
+
+/// A `scope` or `scp` claim as read: RFC 9068's space-separated string, or an array of strings
+/// (some servers send `scope` so; Okta sends `scp` so, Entra ID as a string). At most
+/// [`MAX_TOKEN_SCOPES`] are kept; whatever comes past them, or in another shape, is read over
+/// without being kept, so the verdict names the claim instead of failing the whole token's JSON.
+#[derive(Debug, PartialEq, Eq)]
+enum ScopeClaim {
+    Scopes(Vec<String>),
+    /// A number, a boolean, an object, or an array holding something other than strings.
+    Shape,
+    /// More than [`MAX_TOKEN_SCOPES`].
+    TooMany,
+}
+
+impl<'de> Deserialize<'de> for ScopeClaim {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ScopeVisitor)
+    }
+}
+
+struct ScopeVisitor;
+
+/// One member of a scope array: a string, or anything else (read over, kept as nothing).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ScopeItem {
+    Scope(String),
+    Other(serde::de::IgnoredAny),
+}
+
+impl<'de> serde::de::Visitor<'de> for ScopeVisitor {
+    type Value = ScopeClaim;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a space-separated string or an array of strings")
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<ScopeClaim, E> {
+        let mut scopes = Vec::new();
+        for scope in text.split(' ').filter(|s| !s.is_empty()) {
+            if scopes.len() == MAX_TOKEN_SCOPES {
+                return Ok(ScopeClaim::TooMany);
+            }
+            scopes.push(scope.to_owned());
+        }
+        Ok(ScopeClaim::Scopes(scopes))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<ScopeClaim, A::Error> {
+        let mut scopes = Vec::new();
+        let verdict = loop {
+            match seq.next_element::<ScopeItem>()? {
+                None => break ScopeClaim::Scopes(scopes),
+                Some(ScopeItem::Scope(scope)) if scope.is_empty() => {}
+                Some(ScopeItem::Scope(_)) if scopes.len() == MAX_TOKEN_SCOPES => {
+                    break ScopeClaim::TooMany;
+                }
+                Some(ScopeItem::Scope(scope)) => scopes.push(scope),
+                Some(ScopeItem::Other(_)) => break ScopeClaim::Shape,
+            }
+        };
+        // The rest is read over, unkept: the JSON must still be read to its end.
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(verdict)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ScopeClaim, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(ScopeClaim::Shape)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<ScopeClaim, E> {
+        Ok(ScopeClaim::Shape)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<ScopeClaim, E> {
+        Ok(ScopeClaim::Shape)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<ScopeClaim, E> {
+        Ok(ScopeClaim::Shape)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<ScopeClaim, E> {
+        Ok(ScopeClaim::Shape)
+    }
+
+    /// Not reached through the claims' `Option` (a `null` claim is no claim), refused elsewhere.
+    fn visit_unit<E>(self) -> Result<ScopeClaim, E> {
+        Ok(ScopeClaim::Shape)
+    }
+}
+
+impl ScopeClaim {
+    /// The scopes, or why the claim named `name` is refused.
+    fn scopes(claim: Option<Self>, name: &'static str) -> Result<Vec<String>, Invalid> {
+        match claim {
+            None => Ok(Vec::new()),
+            Some(Self::Scopes(scopes)) => Ok(scopes),
+            Some(Self::Shape) => Err(Invalid::ScopeClaim(name)),
+            Some(Self::TooMany) => Err(Invalid::TooManyScopes(name)),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -352,14 +463,8 @@ fn check(claims: Claims, expect: &Expect<'_>) -> Result<Verified, Invalid> {
     {
         return Err(Invalid::NotYet);
     }
-    let mut scopes: Vec<String> = claims
-        .scope
-        .iter()
-        .flat_map(|s| s.split(' '))
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
-    scopes.extend(claims.scp.map(OneOrMany::into_vec).unwrap_or_default());
+    let mut scopes = ScopeClaim::scopes(claims.scope, "scope")?;
+    scopes.extend(ScopeClaim::scopes(claims.scp, "scp")?);
     Ok(Verified { scopes })
 }
 
@@ -449,6 +554,106 @@ mod tests {
         c.as_object_mut().unwrap().remove("scope");
         let verified = verify(&signer.token(c), &keys(&[&signer]), &expect()).unwrap();
         assert_eq!(verified.scopes, ["callosum:write"]);
+    }
+
+    /// Scopes as authorization servers send them: RFC 8693's space-separated `scope`, a `scope`
+    /// array (some servers), `scp` as Okta (an array) and Entra ID (a space-separated string)
+    /// send it.
+    #[test]
+    fn scopes_are_read_from_scope_or_scp_as_a_string_or_an_array() {
+        let signer = Signer::new("k1");
+        let ks = keys(&[&signer]);
+        let scopes = |scope: serde_json::Value, scp: serde_json::Value| {
+            let mut c = claims();
+            let object = c.as_object_mut().unwrap();
+            object.remove("scope");
+            for (key, value) in [("scope", scope), ("scp", scp)] {
+                if value != json!("absent") {
+                    object.insert(key.into(), value);
+                }
+            }
+            verify(&signer.token(c), &ks, &expect()).map(|v| v.scopes)
+        };
+        let absent = || json!("absent");
+        let cases = [
+            (
+                json!("callosum:read  openid"),
+                absent(),
+                vec!["callosum:read", "openid"],
+            ),
+            (
+                json!(["callosum:read", "callosum:write"]),
+                absent(),
+                vec!["callosum:read", "callosum:write"],
+            ),
+            (
+                absent(),
+                json!("callosum:read callosum:write"),
+                vec!["callosum:read", "callosum:write"],
+            ),
+            (absent(), json!(["callosum:write"]), vec!["callosum:write"]),
+            (
+                json!(["callosum:read", ""]),
+                json!("openid"),
+                vec!["callosum:read", "openid"],
+            ),
+            (json!([]), absent(), vec![]),
+            (json!(null), json!(null), vec![]),
+            (absent(), absent(), vec![]),
+        ];
+        for (scope, scp, want) in cases {
+            let want: Vec<&str> = want;
+            let what = format!("scope {scope}, scp {scp}");
+            let got = scopes(scope, scp);
+            assert_eq!(
+                got,
+                Ok(want.iter().map(|s| s.to_string()).collect()),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_scope_claim_of_another_shape_is_refused_naming_it() {
+        let signer = Signer::new("k1");
+        let ks = keys(&[&signer]);
+        let with = |key: &str, value: serde_json::Value| {
+            let mut c = claims();
+            c.as_object_mut().unwrap().remove("scope");
+            c[key] = value;
+            verify(&signer.token(c), &ks, &expect())
+        };
+        for key in ["scope", "scp"] {
+            for bad in [
+                json!(3),
+                json!(true),
+                json!({"callosum:read": true}),
+                json!(["callosum:read", 3]),
+                json!(["callosum:read", ["callosum:write"]]),
+                json!([null]),
+            ] {
+                let got = with(key, bad.clone()).unwrap_err();
+                assert!(
+                    matches!(got, Invalid::ScopeClaim(claim) if claim == key),
+                    "{key}: {bad}: {got:?}"
+                );
+                let said = got.to_string();
+                assert!(said.contains(&format!("{key} claim")), "{said}");
+                assert!(!said.contains('"'), "it goes in a quoted header: {said}");
+            }
+            // Past the bound, as an array or as a string: refused, not cut.
+            let many: Vec<String> = (0..=MAX_TOKEN_SCOPES).map(|i| format!("s{i}")).collect();
+            let fits = json!(many[..MAX_TOKEN_SCOPES]);
+            assert_eq!(with(key, fits).unwrap().scopes.len(), MAX_TOKEN_SCOPES);
+            for past in [json!(many), json!(many.join(" "))] {
+                let got = with(key, past).unwrap_err();
+                assert_eq!(
+                    got,
+                    Invalid::TooManyScopes(if key == "scope" { "scope" } else { "scp" })
+                );
+                assert!(got.to_string().contains(&format!("{key} claim")), "{got}");
+            }
+        }
     }
 
     #[test]

@@ -258,7 +258,20 @@ async fn tokens_are_checked_and_each_refusal_says_how_to_sign_in() {
         );
     }
 
+    // Scopes as an array (some authorization servers send them so) and as Okta's `scp`.
+    let mut as_array = issuer.claims("");
+    as_array["scope"] = json!(["openid", "callosum:read"]);
+    let mut as_scp = issuer.claims("");
+    as_scp.as_object_mut().unwrap().remove("scope");
+    as_scp["scp"] = json!(["callosum:read"]);
+    for claims in [as_array, as_scp] {
+        let (status, _, body) = search_with(&callosum, Some(&key.sign(&claims))).await;
+        assert_eq!(status, 200, "{claims}: {body}");
+    }
+
     // Each bad token: 401 with invalid_token, and the reason in the body.
+    let mut scope_number = issuer.claims("");
+    scope_number["scope"] = json!(7);
     let mut wrong_aud = issuer.claims("callosum:read");
     wrong_aud["aud"] = json!("https://callosum.example/mcp/");
     let mut expired = issuer.claims("callosum:read");
@@ -289,6 +302,7 @@ async fn tokens_are_checked_and_each_refusal_says_how_to_sign_in() {
         (key.sign(&expired), "expired"),
         (key.sign(&early), "not valid yet"),
         (key.sign(&foreign), "another issuer"),
+        (key.sign(&scope_number), "scope claim is neither"),
         (
             stranger.sign(&issuer.claims("callosum:read")),
             "does not verify",
