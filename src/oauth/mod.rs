@@ -2,7 +2,8 @@
 //! checked against its published keys, and what a checked token may do.
 //!
 //! The keys are found through the issuer's discovery document (RFC 8414, then OpenID
-//! Connect's), fetched on first need and cached. A token signed by a key not in the cache fetches
+//! Connect's), whose `jwks_uri` must be https and off this machine unless the issuer is on it,
+//! fetched on first need and cached. A token signed by a key not in the cache fetches
 //! them again, at most once per [`REFETCH_AFTER`] whatever the tokens say, so a flood of made-up
 //! key ids cannot make this server hammer the issuer. The issuer being down stops nothing: keys
 //! already read keep working, and a token no key can check is refused. A client's token is
@@ -261,8 +262,18 @@ fn discovery_urls(issuer: &Url) -> [Url; 2] {
     ]
 }
 
-/// The `jwks_uri` of a discovery document that names `issuer`; the same url rule as the
-/// configuration's (https, or http on loopback).
+/// The `jwks_uri` of a discovery document that names `issuer` (RFC 8414 §3.3: the `issuer` it
+/// states must be the configured one exactly, else nothing in it is used).
+///
+/// Where it points is the document's say, so it is held to what the issuer is held to. RFC 8414
+/// §2: "This URL MUST use the "https" scheme"; plain `http` from an https issuer would fetch the
+/// keys every token is checked with over a link anyone on the path can rewrite (a downgrade). And
+/// it may not point at this machine (loopback, `localhost`) unless the issuer is there too: a
+/// remote issuer's document (or whoever rewrote it) could otherwise aim a GET at a service on
+/// this host that the network cannot reach, and have its url logged. Credentials in it are
+/// refused too. Keys on another https host are fine: Google's issuer `accounts.google.com` serves
+/// them from `www.googleapis.com`. An issuer on loopback (tests, a local set-up) keeps the
+/// configuration's rule: https, or http on loopback.
 fn jwks_uri_in(body: &[u8], issuer: &str) -> Result<Url, String> {
     #[derive(serde::Deserialize)]
     struct Document {
@@ -275,12 +286,46 @@ fn jwks_uri_in(body: &[u8], issuer: &str) -> Result<Url, String> {
         return Err("it names another issuer".into());
     }
     let uri = doc.jwks_uri.ok_or("it has no jwks_uri")?;
+    // The url is never quoted back: it may hold a password, and it is the document's text.
     let url = Url::parse(&uri).map_err(|_| "its jwks_uri is not a url".to_owned())?;
-    let loopback = url.host_str().is_some_and(crate::config::is_loopback);
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("its jwks_uri carries a user or password".into());
+    }
+    let issuer_here = Url::parse(issuer).is_ok_and(|issuer| on_this_machine(&issuer));
+    let here = on_this_machine(&url);
     match url.scheme() {
+        "https" if here && !issuer_here => Err(
+            "its jwks_uri points at this machine (loopback) while the issuer is elsewhere: \
+             refused, so that a discovery document cannot aim a request at a local service"
+                .into(),
+        ),
         "https" => Ok(url),
-        "http" if loopback => Ok(url),
-        _ => Err("its jwks_uri is not https".into()),
+        "http" if here && issuer_here => Ok(url),
+        "http" => Err(
+            "its jwks_uri is not https (RFC 8414 §2): plain http would let the keys be rewritten \
+             on the way (a downgrade)"
+                .into(),
+        ),
+        _ => Err("its jwks_uri is not https (RFC 8414 §2)".into()),
+    }
+}
+
+/// Whether `url`'s host is this machine: 127.0.0.0/8 and ::1 (IPv4-mapped too), the unspecified
+/// addresses (0.0.0.0 and ::, which reach this machine when connected to), and `localhost` with
+/// the names under it (RFC 6761 §6.3). Only what the url says: a name that resolves to loopback
+/// is not seen here.
+fn on_this_machine(url: &Url) -> bool {
+    let v4 = |ip: std::net::Ipv4Addr| ip.is_loopback() || ip.is_unspecified();
+    match url.host() {
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => v4(ip),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback() || ip.is_unspecified() || ip.to_ipv4_mapped().is_some_and(v4)
+        }
+        None => false,
     }
 }
 
@@ -335,6 +380,72 @@ mod tests {
             assert!(got.contains(why), "{got}");
         }
         assert!(jwks_uri_in(b"<html>", issuer).is_err());
+    }
+
+    /// A discovery document that would send the keys' fetch over plain http, or at a service on
+    /// this machine, or with credentials, is not followed; keys on another https host are.
+    #[test]
+    fn a_jwks_uri_may_not_downgrade_or_point_at_this_machine() {
+        let doc = |issuer: &str, jwks_uri: &str| {
+            let body = serde_json::json!({"issuer": issuer, "jwks_uri": jwks_uri});
+            jwks_uri_in(body.to_string().as_bytes(), issuer)
+        };
+        // Google's issuer serves its keys from another host.
+        assert_eq!(
+            doc(
+                "https://accounts.google.com",
+                "https://www.googleapis.com/oauth2/v3/certs"
+            )
+            .unwrap()
+            .as_str(),
+            "https://www.googleapis.com/oauth2/v3/certs"
+        );
+        let issuer = "https://auth.example/realms/team";
+        for (jwks_uri, why) in [
+            ("http://auth.example/jwks", "not https"),
+            ("http://127.0.0.1:8080/jwks", "not https"),
+            ("http://localhost/jwks", "not https"),
+            ("https://127.0.0.1/jwks", "this machine"),
+            ("https://127.9.8.7:8443/jwks", "this machine"),
+            ("https://127.1/jwks", "this machine"),
+            ("https://2130706433/jwks", "this machine"),
+            ("https://0x7f000001/jwks", "this machine"),
+            ("https://localhost:8443/jwks", "this machine"),
+            ("https://LocalHost./jwks", "this machine"),
+            ("https://keys.localhost/jwks", "this machine"),
+            ("https://[::1]/jwks", "this machine"),
+            ("https://[::ffff:127.0.0.1]/jwks", "this machine"),
+            ("https://0.0.0.0/jwks", "this machine"),
+            ("https://[::]/jwks", "this machine"),
+            ("https://user:secret@auth.example/jwks", "user or password"),
+            ("https://user@auth.example/jwks", "user or password"),
+        ] {
+            let got = doc(issuer, jwks_uri).unwrap_err();
+            assert!(
+                got.contains("jwks_uri") && got.contains(why),
+                "{jwks_uri}: {got}"
+            );
+            assert!(!got.contains("secret"), "{got}");
+        }
+        // An issuer on loopback (tests, a local set-up) keeps its keys there, over http too.
+        for (issuer, jwks_uri) in [
+            ("http://127.0.0.1:9000", "http://127.0.0.1:9000/jwks"),
+            ("http://localhost:9000", "http://127.0.0.1:9001/jwks"),
+            ("https://localhost:9000", "http://[::1]:9001/jwks"),
+            ("http://127.0.0.1:9000", "https://auth.example/jwks"),
+        ] {
+            assert!(doc(issuer, jwks_uri).is_ok(), "{issuer} {jwks_uri}");
+        }
+        for (jwks_uri, why) in [
+            ("http://auth.example/jwks", "not https"),
+            ("http://u:secret@127.0.0.1:9000/jwks", "user or password"),
+        ] {
+            let got = doc("http://127.0.0.1:9000", jwks_uri).unwrap_err();
+            assert!(
+                got.contains("jwks_uri") && got.contains(why),
+                "{jwks_uri}: {got}"
+            );
+        }
     }
 
     #[test]
