@@ -154,8 +154,13 @@ pub const TOKEN_LEEWAY_S: f64 = 60.0;
 /// make us hammer the issuer.
 pub const KEYS_REFETCH_AFTER: Duration = Duration::from_secs(30);
 /// How long the issuer's keys are used before they are fetched again, so a key it withdrew stops
-/// working.
+/// working. The fetch runs in the background: requests go on with the old keys until it succeeds.
 pub const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
+/// The wait before fetching the issuer's keys again after a fetch failed, doubled by each failure
+/// in a row: an issuer that is down is asked twice a minute at first, and its log line as often.
+pub const KEYS_RETRY_FIRST: Duration = Duration::from_secs(30);
+/// The longest such wait: an issuer back up is read again within five minutes.
+pub const KEYS_RETRY_MAX: Duration = Duration::from_secs(300);
 /// The bound on one fetch of the issuer's discovery document or keys, connect to last byte.
 pub const ISSUER_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest discovery document or JWKS read from the issuer.

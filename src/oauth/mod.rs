@@ -3,24 +3,28 @@
 //!
 //! The keys are found through the issuer's discovery document (RFC 8414, then OpenID
 //! Connect's), whose `jwks_uri` must be https and off this machine unless the issuer is on it,
-//! fetched on first need and cached. A token signed by a key not in the cache fetches
-//! them again, at most once per [`REFETCH_AFTER`] whatever the tokens say, so a flood of made-up
-//! key ids cannot make this server hammer the issuer. The issuer being down stops nothing: keys
+//! fetched on first need and cached. Once they are older than [`KEYS_MAX_AGE`] they are fetched
+//! again in the background: requests go on with the keys at hand meanwhile, so an issuer that is
+//! down or hangs holds no request up. A token signed by a key not in the cache fetches them
+//! again, at most once per [`REFETCH_AFTER`] whatever the tokens say, so a flood of made-up key
+//! ids cannot make this server hammer the issuer; a fetch that fails waits [`KEYS_RETRY_FIRST`]
+//! before the next, doubling up to [`KEYS_RETRY_MAX`]. The issuer being down stops nothing: keys
 //! already read keep working, and a token no key can check is refused. A client's token is
 //! never sent on to a store.
 
 pub mod jwt;
 
 use crate::config::OAuth;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use url::Url;
 
 pub use jwt::Invalid;
 
 pub use crate::limits::{
     ISSUER_FETCH_TIMEOUT as FETCH_TIMEOUT, KEYS_MAX_AGE, KEYS_REFETCH_AFTER as REFETCH_AFTER,
-    MAX_ISSUER_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES,
+    KEYS_RETRY_FIRST, KEYS_RETRY_MAX, MAX_ISSUER_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES,
 };
 
 /// What a request may do, as the auth layer found it: put in the request's extensions, read by
@@ -43,73 +47,189 @@ impl Access {
     }
 }
 
-/// The keys as last read, and when.
+/// How the issuer's keys are kept and fetched. [`Timing::default`] is the bounds of
+/// `limits.rs`; tests shorten them ([`Verifier::with_timing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// How long keys are used before they are fetched again (in the background; the old keys
+    /// stay in use until a fetch succeeds).
+    pub max_age: Duration,
+    /// The least time from the start of one fetch to the start of the next.
+    pub refetch_after: Duration,
+    /// The bound on one fetch, discovery included: all a request ever waits on the issuer.
+    pub fetch_timeout: Duration,
+    /// The wait after a fetch that failed, doubled by each failure in a row after it...
+    pub retry_first: Duration,
+    /// ... up to this.
+    pub retry_max: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            max_age: KEYS_MAX_AGE,
+            refetch_after: REFETCH_AFTER,
+            fetch_timeout: FETCH_TIMEOUT,
+            retry_first: KEYS_RETRY_FIRST,
+            retry_max: KEYS_RETRY_MAX,
+        }
+    }
+}
+
+impl Timing {
+    /// The wait before the next fetch after `failures` (one or more) failed in a row; never less
+    /// than `refetch_after`.
+    fn retry_after(&self, failures: u32) -> Duration {
+        let doublings = failures.saturating_sub(1).min(31);
+        self.retry_first
+            .saturating_mul(1 << doublings)
+            .min(self.retry_max)
+            .max(self.refetch_after)
+    }
+}
+
+/// The keys as last read, and when the next fetch may start.
 #[derive(Default)]
 struct Cache {
     keys: Arc<jwt::Jwks>,
+    /// When the keys were read; `None` until a fetch succeeds.
     read_at: Option<Instant>,
+    /// No fetch starts before then: `refetch_after` past the start of the last one, or the
+    /// back-off past a failure. `None`: any time.
+    next_try: Option<Instant>,
+    /// Fetches failed in a row since the last that succeeded.
+    failures: u32,
 }
 
 /// The state of fetching, behind one async lock: one fetch at a time.
 #[derive(Default)]
 struct Fetching {
-    last_try: Option<Instant>,
     /// Where the keys are, once known (the configured `jwks_url`, or from discovery).
     jwks_uri: Option<Url>,
 }
 
+/// How the keys at hand stand.
+enum Held {
+    /// None was ever read: a request has nothing to check with, and waits for a fetch.
+    Nothing,
+    /// Older than `max_age`: used, while a fetch in the background reads them again.
+    Old,
+    Fresh,
+}
+
 /// Checks access tokens for this server.
 pub struct Verifier {
+    inner: Arc<Inner>,
+}
+
+/// The verifier's state, shared with the background refresh.
+struct Inner {
     settings: OAuth,
+    timing: Timing,
     client: reqwest::Client,
     cache: RwLock<Cache>,
     fetching: tokio::sync::Mutex<Fetching>,
+    /// Whether a background refresh is under way (one at a time).
+    refreshing: AtomicBool,
+}
+
+/// Held by the background refresh while it runs; lets the next one start when dropped, however
+/// the refresh ends.
+struct Refreshing(Arc<Inner>);
+
+impl Drop for Refreshing {
+    fn drop(&mut self) {
+        self.0.refreshing.store(false, Ordering::Release);
+    }
 }
 
 impl Verifier {
     /// A verifier for `settings`; the issuer is reached over TLS checked against the webpki
     /// roots, and the OS store's too with `trust_system_store` (`tls.trust_system_store`).
     pub fn new(settings: OAuth, trust_system_store: bool) -> Self {
+        Self::with_timing(settings, trust_system_store, Timing::default())
+    }
+
+    /// [`Verifier::new`], with the keys kept and fetched by `timing`.
+    pub fn with_timing(settings: OAuth, trust_system_store: bool, timing: Timing) -> Self {
         // No redirects: keys come from where the issuer's own document says, nowhere else.
         let client = crate::store::clients::tls_builder(trust_system_store)
             .expect("rustls initializes (the stores' client was built the same way)")
             .user_agent(concat!("seren-corpus-callosum/", env!("CARGO_PKG_VERSION")))
             .redirect(reqwest::redirect::Policy::none())
-            .timeout(FETCH_TIMEOUT)
+            .timeout(timing.fetch_timeout)
             .build()
             .expect("rustls initializes (the stores' client was built the same way)");
         let fetching = Fetching {
             jwks_uri: settings.jwks_url.clone(),
-            ..Fetching::default()
         };
         Self {
-            settings,
-            client,
-            cache: RwLock::new(Cache::default()),
-            fetching: tokio::sync::Mutex::new(fetching),
+            inner: Arc::new(Inner {
+                settings,
+                timing,
+                client,
+                cache: RwLock::new(Cache::default()),
+                fetching: tokio::sync::Mutex::new(fetching),
+                refreshing: AtomicBool::new(false),
+            }),
         }
     }
 
     /// The settings this verifier holds tokens to.
     pub fn settings(&self) -> &OAuth {
-        &self.settings
+        &self.inner.settings
     }
 
-    /// Checks `token`, fetching the issuer's keys first when they were never read or are old,
-    /// and again (rate-limited) when the token names a key they do not have.
+    /// Checks `token`. With no keys read yet it waits for a fetch (bounded by `fetch_timeout`);
+    /// with old keys it starts a fetch in the background and checks with them meanwhile; a token
+    /// naming a key they do not have fetches them again and waits (rate-limited, bounded).
     pub async fn verify(&self, token: &str) -> Result<Access, Invalid> {
-        if self.stale() {
-            self.fetch().await;
+        match self.inner.held() {
+            Held::Nothing => self.inner.fetch_if_due().await,
+            Held::Old => self.refresh_in_background(),
+            Held::Fresh => {}
         }
-        match self.check(token) {
+        match self.inner.check(token) {
             Err(Invalid::UnknownKey) => {
-                self.fetch().await;
-                self.check(token)
+                self.inner.fetch_if_due().await;
+                self.inner.check(token)
             }
             done => done,
         }
     }
 
+    /// Starts a fetch on its own task unless one is under way or none is due yet; returns at
+    /// once either way.
+    fn refresh_in_background(&self) {
+        if !self.inner.due() || self.inner.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let running = Refreshing(Arc::clone(&self.inner));
+        tokio::spawn(async move {
+            let inner = &running.0;
+            let mut fetching = inner.fetching.lock().await;
+            // A token naming a new key may have had them read while this waited for the lock.
+            if inner.due() {
+                inner.fetch(&mut fetching).await;
+            }
+        });
+    }
+
+    /// Reads the issuer's keys now, whatever the cache holds, for `check`: where they came
+    /// from and how many are usable, or why they cannot be read.
+    pub async fn probe(&self) -> Result<(Url, usize), String> {
+        let inner = &self.inner;
+        let mut fetching = inner.fetching.lock().await;
+        let keys = inner.read_keys_within(&mut fetching).await?;
+        let uri = fetching
+            .jwks_uri
+            .clone()
+            .expect("set by a read that succeeded");
+        Ok((uri, keys.len()))
+    }
+}
+
+impl Inner {
     fn check(&self, token: &str) -> Result<Access, Invalid> {
         let keys = self.cache().keys.clone();
         let expect = jwt::Expect {
@@ -126,61 +246,77 @@ impl Verifier {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn stale(&self) -> bool {
-        self.cache()
-            .read_at
-            .is_none_or(|at| at.elapsed() >= KEYS_MAX_AGE)
+    fn cache_mut(&self) -> std::sync::RwLockWriteGuard<'_, Cache> {
+        self.cache
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Reads the keys again, unless a fetch began less than [`REFETCH_AFTER`] ago (then what it
-    /// read is used). Requests that arrive during a fetch wait for it rather than start another.
-    async fn fetch(&self) {
-        let mut fetching = self.fetching.lock().await;
-        if fetching
-            .last_try
-            .is_some_and(|at| at.elapsed() < REFETCH_AFTER)
-        {
-            return;
+    fn held(&self) -> Held {
+        match self.cache().read_at {
+            None => Held::Nothing,
+            Some(at) if at.elapsed() >= self.timing.max_age => Held::Old,
+            Some(_) => Held::Fresh,
         }
-        fetching.last_try = Some(Instant::now());
-        // The whole fetch (discovery included) within one bound, so a request that waits on it
-        // never waits longer than that.
-        let read = tokio::time::timeout(FETCH_TIMEOUT, self.read_keys(&mut fetching))
-            .await
-            .unwrap_or_else(|_| Err(format!("no answer within {}s", FETCH_TIMEOUT.as_secs())));
-        match read {
+    }
+
+    /// Whether a fetch may start now (see [`Cache::next_try`]).
+    fn due(&self) -> bool {
+        self.cache().next_try.is_none_or(|at| Instant::now() >= at)
+    }
+
+    /// Fetches the keys, unless a fetch started too recently or failed too recently (then what
+    /// it read, if anything, is used). Waits for a fetch under way rather than start another.
+    async fn fetch_if_due(&self) {
+        let mut fetching = self.fetching.lock().await;
+        if self.due() {
+            self.fetch(&mut fetching).await;
+        }
+    }
+
+    /// One fetch, its outcome kept: new keys, or the next try pushed back.
+    async fn fetch(&self, fetching: &mut Fetching) {
+        // Set before the fetch, so that one abandoned half-way (its request gone) still counts.
+        self.cache_mut().next_try = Some(Instant::now() + self.timing.refetch_after);
+        match self.read_keys_within(fetching).await {
             Ok(keys) => {
+                let count = keys.len();
+                {
+                    let mut cache = self.cache_mut();
+                    cache.keys = Arc::new(keys);
+                    cache.read_at = Some(Instant::now());
+                    cache.failures = 0;
+                }
                 tracing::info!(
                     issuer = %self.settings.issuer,
-                    keys = keys.len(),
+                    keys = count,
                     "read the authorization server's signing keys"
                 );
-                let mut cache = self
-                    .cache
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                cache.keys = Arc::new(keys);
-                cache.read_at = Some(Instant::now());
             }
-            Err(why) => tracing::warn!(
-                issuer = %self.settings.issuer,
-                "cannot read the authorization server's signing keys: {why}; keys read before stay in use"
-            ),
+            Err(why) => {
+                let wait = {
+                    let mut cache = self.cache_mut();
+                    cache.failures = cache.failures.saturating_add(1);
+                    let wait = self.timing.retry_after(cache.failures);
+                    cache.next_try = Some(Instant::now() + wait);
+                    wait
+                };
+                tracing::warn!(
+                    issuer = %self.settings.issuer,
+                    "cannot read the authorization server's signing keys: {why}; keys read before stay in use; next try in {}s",
+                    wait.as_secs()
+                );
+            }
         }
     }
 
-    /// Reads the issuer's keys now, whatever the cache holds, for `check`: where they came
-    /// from and how many are usable, or why they cannot be read.
-    pub async fn probe(&self) -> Result<(Url, usize), String> {
-        let mut fetching = self.fetching.lock().await;
-        let keys = tokio::time::timeout(FETCH_TIMEOUT, self.read_keys(&mut fetching))
+    /// [`Inner::read_keys`] within `fetch_timeout` as a whole (discovery included), so whoever
+    /// waits on it never waits longer than that.
+    async fn read_keys_within(&self, fetching: &mut Fetching) -> Result<jwt::Jwks, String> {
+        let limit = self.timing.fetch_timeout;
+        tokio::time::timeout(limit, self.read_keys(fetching))
             .await
-            .unwrap_or_else(|_| Err(format!("no answer within {}s", FETCH_TIMEOUT.as_secs())))?;
-        let uri = fetching
-            .jwks_uri
-            .clone()
-            .expect("set by a read that succeeded");
-        Ok((uri, keys.len()))
+            .unwrap_or_else(|_| Err(format!("no answer within {}s", limit.as_secs_f64())))
     }
 
     async fn read_keys(&self, fetching: &mut Fetching) -> Result<jwt::Jwks, String> {
@@ -446,6 +582,20 @@ mod tests {
                 "{jwks_uri}: {got}"
             );
         }
+    }
+
+    #[test]
+    fn failed_fetches_back_off_from_30_s_doubling_to_5_min() {
+        let timing = Timing::default();
+        let waits: Vec<u64> = (1..=7).map(|n| timing.retry_after(n).as_secs()).collect();
+        assert_eq!(waits, [30, 60, 120, 240, 300, 300, 300]);
+        assert_eq!(timing.retry_after(u32::MAX).as_secs(), 300);
+        // Never sooner than the rate limit, whatever the back-off says.
+        let quick = Timing {
+            retry_first: Duration::from_millis(1),
+            ..timing
+        };
+        assert_eq!(quick.retry_after(1), REFETCH_AFTER);
     }
 
     #[test]

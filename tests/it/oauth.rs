@@ -7,14 +7,16 @@ use crate::support::mcp::{call, error_text, http_client, structured};
 use crate::support::{Callosum, StubStore, config_yaml, memory_hits, serve_loopback};
 use axum::Router;
 use axum::extract::State;
+use axum::response::IntoResponse;
 use axum::routing::get;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use serde_json::{Value, json};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 const RESOURCE: &str = "https://callosum.example/mcp";
@@ -72,11 +74,14 @@ impl Key {
 }
 
 /// An authorization server: an OpenID discovery document (and no RFC 8414 one, so the fallback
-/// is what finds it) and its keys, which the test can change; it counts the key fetches.
+/// is what finds it) and its keys, which the test can change; it counts the key fetches, and
+/// can be made to hang on them (until told otherwise) or to fail them with 503.
 struct Issuer {
     url: String,
     keys: Arc<Mutex<Vec<Value>>>,
     fetches: Arc<AtomicUsize>,
+    hang: Arc<AtomicBool>,
+    fail: Arc<AtomicBool>,
     _stop: tokio_util::sync::DropGuard,
 }
 
@@ -85,6 +90,8 @@ struct IssuerState {
     url: Arc<Mutex<String>>,
     keys: Arc<Mutex<Vec<Value>>>,
     fetches: Arc<AtomicUsize>,
+    hang: Arc<AtomicBool>,
+    fail: Arc<AtomicBool>,
 }
 
 impl Issuer {
@@ -94,6 +101,8 @@ impl Issuer {
             url: Arc::default(),
             keys: Arc::new(Mutex::new(keys.iter().map(|k| k.jwk()).collect())),
             fetches: Arc::default(),
+            hang: Arc::default(),
+            fail: Arc::default(),
         };
         let router = Router::new()
             .route(
@@ -107,7 +116,13 @@ impl Issuer {
                 "/jwks",
                 get(|State(s): State<IssuerState>| async move {
                     s.fetches.fetch_add(1, Ordering::SeqCst);
-                    axum::Json(json!({"keys": s.keys.lock().unwrap().clone()}))
+                    while s.hang.load(Ordering::SeqCst) {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    if s.fail.load(Ordering::SeqCst) {
+                        return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+                    }
+                    axum::Json(json!({"keys": s.keys.lock().unwrap().clone()})).into_response()
                 }),
             )
             .with_state(state.clone());
@@ -118,6 +133,8 @@ impl Issuer {
             url,
             keys: state.keys,
             fetches: state.fetches,
+            hang: state.hang,
+            fail: state.fail,
             _stop: stop.drop_guard(),
         }
     }
@@ -512,6 +529,127 @@ async fn an_issuer_that_is_down_refuses_tokens_and_stops_nothing_else() {
     assert_eq!(status, 200);
     let (status, _, _) = search_with(&callosum, Some("static-token")).await;
     assert_eq!(status, 200);
+}
+
+/// `server.oauth` for `issuer`, as the config would give it.
+fn settings(issuer: &Issuer) -> seren_corpus_callosum::config::OAuth {
+    seren_corpus_callosum::config::OAuth {
+        issuer: issuer.url.clone(),
+        issuer_url: url::Url::parse(&issuer.url).unwrap(),
+        resource: RESOURCE.into(),
+        jwks_url: None,
+        read_scope: "callosum:read".into(),
+        write_scope: "callosum:write".into(),
+    }
+}
+
+/// Polls `done` every 20 ms for up to `within`; whether it came true.
+async fn eventually<F: std::future::Future<Output = bool>>(
+    within: Duration,
+    mut done: impl FnMut() -> F,
+) -> bool {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        if done().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    done().await
+}
+
+/// The issuer hanging once the keys are old stalls no request: the keys at hand are used at once
+/// while one fetch waits on the issuer in the background; fetches that fail back off; and once
+/// the issuer answers, the background fetch reads its keys (a withdrawn key stops working). Only
+/// a verifier with no keys at all waits, and no longer than the fetch's bound. The timings are
+/// shortened; the hang lasts as long as the test says.
+#[tokio::test]
+async fn an_issuer_that_hangs_once_the_keys_are_old_holds_no_request_up() {
+    use seren_corpus_callosum::oauth::{Access, Invalid, Timing, Verifier};
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let timing = Timing {
+        max_age: Duration::from_millis(200),
+        refetch_after: Duration::from_millis(50),
+        // What a request would wait on the hanging issuer if it waited on the fetch.
+        fetch_timeout: Duration::from_secs(4),
+        retry_first: Duration::from_millis(100),
+        retry_max: Duration::from_millis(400),
+    };
+    let hang = timing.fetch_timeout;
+    let verifier = Verifier::with_timing(settings(&issuer), false, timing);
+    let token = key.sign(&issuer.claims("callosum:read"));
+    assert!(verifier.verify(&token).await.is_ok());
+    let fetches = || issuer.fetches.load(Ordering::SeqCst);
+    assert_eq!(fetches(), 1);
+
+    // The issuer hangs, and the keys grow old: twenty checks answer at once with them.
+    issuer.hang.store(true, Ordering::SeqCst);
+    tokio::time::sleep(timing.max_age * 2).await;
+    let started = Instant::now();
+    for _ in 0..20 {
+        assert_eq!(
+            verifier.verify(&token).await,
+            Ok(Access::Scopes(vec!["callosum:read".into()]))
+        );
+    }
+    let took = started.elapsed();
+    assert!(
+        took < hang / 4,
+        "20 checks with old keys took {took:?} while the issuer hangs for {hang:?}"
+    );
+    // The refresh did start, on its own task, and waits there: one, not one per request.
+    assert!(eventually(hang, || async { fetches() >= 2 }).await);
+    assert_eq!(fetches(), 2, "one fetch at a time");
+
+    // A verifier with no keys at all has nothing to check with: it waits, within its bound.
+    let cold_timing = Timing {
+        fetch_timeout: Duration::from_millis(500),
+        ..timing
+    };
+    let cold = Verifier::with_timing(settings(&issuer), false, cold_timing);
+    let started = Instant::now();
+    assert_eq!(cold.verify(&token).await, Err(Invalid::UnknownKey));
+    let waited = started.elapsed();
+    assert!(
+        waited >= cold_timing.fetch_timeout && waited < hang,
+        "the first fetch waited {waited:?}, bounded by {:?}",
+        cold_timing.fetch_timeout
+    );
+    drop(cold);
+
+    // The issuer answers 503 now: the fetch under way fails, and each failure in a row doubles
+    // the wait before the next (100, 200, 400, 400 ... ms), however often tokens come.
+    issuer.fail.store(true, Ordering::SeqCst);
+    issuer.hang.store(false, Ordering::SeqCst);
+    let before = fetches();
+    let window = Duration::from_millis(1600);
+    let started = Instant::now();
+    while started.elapsed() < window {
+        let one = Instant::now();
+        assert!(verifier.verify(&token).await.is_ok());
+        assert!(one.elapsed() < hang / 4, "a check took {:?}", one.elapsed());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let tries = fetches() - before;
+    // Without the back-off, a try every 100 ms: 16. With it, at most 6 fit in 1.6 s.
+    assert!(
+        (1..=8).contains(&tries),
+        "{tries} fetches in {window:?} of failures"
+    );
+
+    // The issuer is back, its key rotated: the old one withdrawn. The background fetch reads the
+    // new set once its wait is over, and the old key's tokens stop working.
+    let new = Key::new("k2");
+    *issuer.keys.lock().unwrap() = vec![new.jwk()];
+    issuer.fail.store(false, Ordering::SeqCst);
+    let withdrawn = eventually(Duration::from_secs(10), || async {
+        verifier.verify(&token).await == Err(Invalid::UnknownKey)
+    })
+    .await;
+    assert!(withdrawn, "the withdrawn key still works");
+    let token = new.sign(&issuer.claims("callosum:read"));
+    assert!(verifier.verify(&token).await.is_ok());
 }
 
 #[test]
