@@ -595,7 +595,6 @@ fn check_exposure(config: &Config) -> Result<(), ExitCode> {
     Ok(())
 }
 
-/// Binds, serves until SIGINT or SIGTERM, and shuts down gracefully.
 /// Binds, serves until SIGINT or SIGTERM, and shuts down gracefully; with a `loader`, the config
 /// file is read again on SIGHUP and when it changes.
 async fn run_server(
@@ -609,6 +608,7 @@ async fn run_server(
     let federation = Arc::new(Federation::start(config).await?);
     let shutdown = CancellationToken::new();
     let (addr, serving) = bind_http(federation.clone(), &shutdown).await?;
+    let stop = stop_requested();
     federation.warm_up();
     {
         // Scoped: a snapshot held here would keep its stores (and their servers) for the life of
@@ -637,7 +637,7 @@ async fn run_server(
     notify_systemd(&format!("READY=1\nSTATUS=listening on http://{addr}"));
     let signal = shutdown.clone();
     tokio::spawn(async move {
-        wait_for_signal().await;
+        stop.await;
         tracing::info!("shutting down");
         notify_systemd("STOPPING=1");
         signal.cancel();
@@ -733,49 +733,61 @@ fn notify_systemd(state: &str) {
 
 /// The first request to stop: SIGINT (Ctrl-C) or SIGTERM on Unix; on Windows Ctrl-C,
 /// Ctrl-Break, the console window closed, the user logging off or the system shutting down (what a
-/// service wrapper such as WinSW or NSSM sends to stop a console program). In-flight requests then
-/// drain (at most `limits::DRAIN`); the overlay needs no flush, every change was written whole when
-/// it was made. Windows ends a process about five seconds after a console close: a longer drain is
-/// cut there, never a half-written overlay.
-async fn wait_for_signal() {
+/// service wrapper such as WinSW or NSSM sends to stop a console program). They are caught from
+/// the call on, before the future is first polled: a signal that comes as the server starts to
+/// listen stops it gracefully too, instead of ending it by the signal's default action. In-flight
+/// requests then drain (at most `limits::DRAIN`); the overlay needs no flush, every change was
+/// written whole when it was made. Windows ends a process about five seconds after a console
+/// close: a longer drain is cut there, never a half-written overlay.
+fn stop_requested() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
+        let signals = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        );
+        async move {
+            let (Ok(mut int), Ok(mut term)) = signals else {
                 let _ = tokio::signal::ctrl_c().await;
+                return;
+            };
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
             }
         }
     }
     #[cfg(windows)]
     {
         use tokio::signal::windows;
-        let (Ok(mut brk), Ok(mut close), Ok(mut logoff), Ok(mut shutdown)) = (
+        let signals = (
+            windows::ctrl_c(),
             windows::ctrl_break(),
             windows::ctrl_close(),
             windows::ctrl_logoff(),
             windows::ctrl_shutdown(),
-        ) else {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = brk.recv() => {}
-            _ = close.recv() => {}
-            _ = logoff.recv() => {}
-            _ = shutdown.recv() => {}
+        );
+        async move {
+            let (Ok(mut c), Ok(mut brk), Ok(mut close), Ok(mut logoff), Ok(mut shutdown)) = signals
+            else {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            };
+            tokio::select! {
+                _ = c.recv() => {}
+                _ = brk.recv() => {}
+                _ = close.recv() => {}
+                _ = logoff.recv() => {}
+                _ = shutdown.recv() => {}
+            }
         }
     }
     #[cfg(not(any(unix, windows)))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
