@@ -16,6 +16,8 @@ mod hostile_mcp;
 mod https;
 mod keychain;
 mod knobs;
+#[cfg(unix)]
+mod launcher;
 mod load;
 mod manifests;
 mod mcp;

@@ -2,10 +2,11 @@
 // The `seren-corpus-callosum` command of the npm package seren-corpus-callosum-rs: finds the
 // binary that npm installed for this machine (one of the package's optionalDependencies) and runs
 // it with this process's arguments, standard streams and environment, passing signals on and
-// exiting as it exits. It downloads nothing.
+// ending as it ends: with its exit code, or by the signal that ended it. It downloads nothing.
 "use strict";
 
 const { spawn } = require("node:child_process");
+const os = require("node:os");
 const path = require("node:path");
 
 const PACKAGES = {
@@ -15,6 +16,22 @@ const PACKAGES = {
   "darwin-x64": "seren-corpus-callosum-rs-darwin-x64",
   "win32-x64": "seren-corpus-callosum-rs-win32-x64-gnu",
 };
+
+const WINDOWS = process.platform === "win32";
+
+// The signals that end a process unless it handles them, and that a process can handle: each one
+// the launcher gets is sent on to the binary, which then ends (or not) as it would if it had been
+// sent the signal itself. SIGUSR1 is among them, and so handled here, which also keeps Node's own
+// meaning of it (opening the inspector, a debugger port anyone on this machine could attach to)
+// from ever running; the binary gives SIGUSR1 no meaning, so it ends of it, as it would without
+// the launcher.
+// On Windows the console's events (Ctrl-C, Ctrl-Break, the window closed) reach the binary
+// directly, since it shares the console; the launcher only keeps them from ending itself first, and
+// waits for the binary's exit code. Sending them on would kill the binary outright (Node kills a
+// Windows process for any signal), cutting its own graceful stop short.
+const FORWARDED = WINDOWS
+  ? ["SIGINT", "SIGBREAK", "SIGHUP"]
+  : ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE"];
 
 function fail(message) {
   process.stderr.write(`seren-corpus-callosum: ${message}\n`);
@@ -46,27 +63,47 @@ function binary() {
         "seren-corpus-callosum-rs again with them on.",
     );
   }
-  const exe = process.platform === "win32" ? "seren-corpus-callosum.exe" : "seren-corpus-callosum";
+  const exe = WINDOWS ? "seren-corpus-callosum.exe" : "seren-corpus-callosum";
   return path.join(dir, "bin", exe);
 }
 
-const exe = binary();
-// `init` prints host entries that launch this same package, not a path inside npx's cache.
-const underNpx = __dirname.split(path.sep).includes("_npx");
-const env = underNpx ? { ...process.env, SEREN_SCC_LAUNCHER: "npx" } : process.env;
-const child = spawn(exe, process.argv.slice(2), { stdio: "inherit", env, windowsHide: true });
-
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
-  process.on(signal, () => {
-    if (child.exitCode === null) child.kill(signal);
-  });
-}
-child.on("error", (error) => fail(`cannot run ${exe}: ${error.message}`));
-child.on("exit", (code, signal) => {
-  if (signal) {
+// Ends this process as the binary ended: with its exit code, or by the same signal. A signal is
+// raised again on this process with its default action (a handler Node installs for a signal, or
+// one this file added, is taken off first: libuv puts back the default when a signal's last
+// listener goes); should this process outlive that, or on Windows, where no POSIX signal can be
+// raised, it exits 128 + the signal's number, as a shell reports a death by signal.
+function endAs(code, signal) {
+  if (!signal) process.exit(code ?? 1);
+  const number = os.constants.signals[signal] ?? 0;
+  if (!WINDOWS) {
     process.removeAllListeners(signal);
+    try {
+      // For a signal Node itself catches or ignores (SIGPIPE, SIGUSR1, SIGSEGV, ...): listening
+      // and then not listening leaves its default action in place.
+      process.on(signal, () => {});
+      process.removeAllListeners(signal);
+    } catch {
+      // SIGKILL and SIGSTOP cannot be listened to; their action is always the default.
+    }
     process.kill(process.pid, signal);
-  } else {
-    process.exit(code ?? 1);
   }
-});
+  setTimeout(() => process.exit(128 + number), WINDOWS ? 0 : 1000);
+}
+
+function main() {
+  const exe = binary();
+  const env = { ...process.env };
+  // `init` prints host entries that launch this same package, not a path inside npx's cache.
+  if (__dirname.split(path.sep).includes("_npx")) env.SEREN_SCC_LAUNCHER = "npx";
+  const child = spawn(exe, process.argv.slice(2), { stdio: "inherit", env, windowsHide: true });
+  const running = () => child.exitCode === null && child.signalCode === null;
+  for (const signal of FORWARDED) {
+    process.on(signal, () => {
+      if (!WINDOWS && running()) child.kill(signal);
+    });
+  }
+  child.on("error", (error) => fail(`cannot run ${exe}: ${error.message}`));
+  child.on("exit", endAs);
+}
+
+main();

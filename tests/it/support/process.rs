@@ -39,9 +39,15 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn start(mut command: Command) -> Self {
+    pub fn start(command: Command) -> Self {
+        Self::start_with_stdin(command, Stdio::null())
+    }
+
+    /// As [`Server::start`], with `stdin` as the process's standard input: a pipe
+    /// (`Stdio::piped()`) stays open, unwritten, as long as the server is held.
+    pub fn start_with_stdin(mut command: Command, stdin: Stdio) -> Self {
         let mut child = command
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -86,15 +92,22 @@ impl Server {
     /// Stops the process and returns all it wrote to stderr.
     /// Asks the server to stop (SIGTERM), waits for it to exit (bounded: killed past 20 s), and
     /// returns how it exited (`None`: it had to be killed) with everything it wrote to stderr.
-    pub fn terminate(mut self) -> (Option<std::process::ExitStatus>, String) {
+    pub fn terminate(self) -> (Option<std::process::ExitStatus>, String) {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
+        self.ended(Duration::from_secs(20))
+    }
+
+    /// Waits, at most `limit`, for the process to exit (killed past it), and returns how it
+    /// exited (`None`: it had to be killed) with everything written to stderr (by it, and by any
+    /// process that shares its stderr, until they are gone too).
+    pub fn ended(mut self, limit: Duration) -> (Option<std::process::ExitStatus>, String) {
         let began = std::time::Instant::now();
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(status)) => break Some(status),
-                Ok(None) if began.elapsed() < Duration::from_secs(20) => {
+                Ok(None) if began.elapsed() < limit => {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 _ => {
@@ -168,8 +181,19 @@ pub fn exit_within(
     }
 }
 
-/// Whether process `pid` runs. A zombie (exited, not yet reaped) counts as gone.
+/// Whether process `pid` runs. A zombie (exited, not yet reaped) counts as gone. Read from
+/// /proc, or from `ps` where there is none (macOS).
 pub fn alive(pid: &str) -> bool {
+    if !Path::new("/proc/self/stat").exists() {
+        return Command::new("ps")
+            .args(["-o", "stat=", "-p", pid])
+            .output()
+            .map(|ps| {
+                let stat = String::from_utf8_lossy(&ps.stdout);
+                !stat.trim().is_empty() && !stat.trim().starts_with('Z')
+            })
+            .unwrap_or(false);
+    }
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|stat| stat.split_whitespace().nth(2).is_none_or(|s| s != "Z"))
         .unwrap_or(false)
@@ -177,7 +201,12 @@ pub fn alive(pid: &str) -> bool {
 
 /// Waits, at most 10 s, for process `pid` to end; whether it did.
 pub async fn ends(pid: &str) -> bool {
-    tokio::time::timeout(Duration::from_secs(10), async {
+    ends_within(pid, Duration::from_secs(10)).await
+}
+
+/// Waits, at most `limit`, for process `pid` to end; whether it did.
+pub async fn ends_within(pid: &str, limit: Duration) -> bool {
+    tokio::time::timeout(limit, async {
         while alive(pid) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
