@@ -38,6 +38,7 @@
 //! - [`mcp`]: the four MCP tools over stdio and streamable HTTP.
 //! - [`http`]: the REST routes, auth, and request ids.
 //! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
+//! - [`launcher`]: the npm launcher's child, which stops once the launcher is gone.
 
 pub mod api;
 pub mod chain;
@@ -53,6 +54,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod keychain;
 pub mod knobs;
+pub mod launcher;
 pub mod ledger;
 pub mod limits;
 pub mod listener;

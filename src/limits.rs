@@ -63,6 +63,10 @@ pub const OVERLAY_LOCK_WAIT: Duration = Duration::from_secs(10);
 /// How often the config file and the overlay are looked at for a change (their size, time and
 /// inode; nothing is read until those move).
 pub const WATCH_EVERY: Duration = Duration::from_millis(250);
+/// How often a process the npm launcher started looks whether the launcher is still its parent
+/// (`launcher`): one cheap system call a second, and a launcher killed outright leaves the
+/// service running a second at most before it stops.
+pub const LAUNCHER_LOOK_EVERY: Duration = Duration::from_secs(1);
 /// How long a file written in place (same inode) must stand still before it is read: a writer
 /// that pauses mid-file (a slow copy, a script writing line by line, a sync client) leaves a
 /// half file that may well parse (YAML cut at a line boundary often does), and one look later

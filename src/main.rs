@@ -10,7 +10,7 @@ use seren_corpus_callosum::config::{self, Config, Exposure};
 use seren_corpus_callosum::federation::Federation;
 use seren_corpus_callosum::http::{self, AppState};
 use seren_corpus_callosum::text::{cut, printable};
-use seren_corpus_callosum::{api, demo, logline, mcp, reload};
+use seren_corpus_callosum::{api, demo, launcher, logline, mcp, reload};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -204,6 +204,9 @@ fn run(cli: Cli) -> ExitCode {
     if let Command::Propose(args) = command {
         return runtime.block_on(propose(args));
     }
+    // The commands that serve stop once the npm launcher that started them is gone (a launcher
+    // killed outright passes no signal on); its variable is read, and a bad value said, first.
+    let launcher = command.bind().and_then(|_| launcher::from_env());
     // Every command starts from the configuration, loaded (and its warnings logged) here, once.
     let config = match load_config(&command) {
         Ok(config) => config,
@@ -211,18 +214,28 @@ fn run(cli: Cli) -> ExitCode {
     };
     // `serve` and `stdio` read the file again when it changes, the way it was first read.
     let loader = command.bind().cloned().map(reloader);
+    let gone = CancellationToken::new();
+    let launcher_gone = gone.clone();
     let result = runtime.block_on(async move {
+        if let Some(pid) = launcher {
+            launcher::watch(pid, launcher_gone.clone());
+        }
         match command {
-            Command::Serve(_) => run_server(config, None, loader).await,
+            Command::Serve(_) => run_server(config, None, loader, launcher_gone).await,
             Command::Search(args) => search(config, args).await,
             Command::Check(_) => check(config).await,
-            Command::Demo(_) => run_demo(config).await,
-            Command::Stdio(args) => stdio(config, args.http, loader).await,
+            Command::Demo(_) => run_demo(config, launcher_gone).await,
+            Command::Stdio(args) => stdio(config, args.http, loader, launcher_gone).await,
             Command::Init(_) | Command::Propose(_) | Command::Trust(_) => {
                 unreachable!("init, propose and trust run before any config is loaded")
             }
         }
     });
+    if gone.is_cancelled() {
+        // A stdio session may be reading stdin still (the host holds it open), a read nothing
+        // cancels: the runtime's threads are left to the process's exit, not waited on.
+        runtime.shutdown_background();
+    }
     match result {
         Ok(code) => code,
         Err(error) => {
@@ -595,12 +608,14 @@ fn check_exposure(config: &Config) -> Result<(), ExitCode> {
     Ok(())
 }
 
-/// Binds, serves until SIGINT or SIGTERM, and shuts down gracefully; with a `loader`, the config
-/// file is read again on SIGHUP and when it changes.
+/// Binds, serves until SIGINT or SIGTERM (or until `launcher_gone`: the npm launcher that started
+/// it is gone), and shuts down gracefully; with a `loader`, the config file is read again on
+/// SIGHUP and when it changes.
 async fn run_server(
     config: Config,
     banner: Option<String>,
     loader: Option<reload::Loader>,
+    launcher_gone: CancellationToken,
 ) -> anyhow::Result<ExitCode> {
     if let Err(code) = check_exposure(&config) {
         return Ok(code);
@@ -637,7 +652,10 @@ async fn run_server(
     notify_systemd(&format!("READY=1\nSTATUS=listening on http://{addr}"));
     let signal = shutdown.clone();
     tokio::spawn(async move {
-        stop.await;
+        tokio::select! {
+            () = stop => {}
+            () = launcher_gone.cancelled() => {}
+        }
         tracing::info!("shutting down");
         notify_systemd("STOPPING=1");
         signal.cancel();
@@ -670,12 +688,13 @@ async fn bind_http(
     Ok((addr, serving))
 }
 
-/// MCP on stdin/stdout until the host closes stdin; with `--http`, the HTTP surface beside it on
-/// the same live roster.
+/// MCP on stdin/stdout until the host closes stdin (or until `launcher_gone`: the npm launcher
+/// that started it is gone); with `--http`, the HTTP surface beside it on the same live roster.
 async fn stdio(
     config: Config,
     http: bool,
     loader: Option<reload::Loader>,
+    launcher_gone: CancellationToken,
 ) -> anyhow::Result<ExitCode> {
     if http && let Err(code) = check_exposure(&config) {
         return Ok(code);
@@ -694,7 +713,10 @@ async fn stdio(
         reload::spawn(federation.clone(), loader, shutdown.clone());
     }
     let _batched = logline::stderr().batch();
-    let served = mcp::serve_stdio(federation).await;
+    let served = tokio::select! {
+        served = mcp::serve_stdio(federation) => served,
+        () = launcher_gone.cancelled() => Ok(()),
+    };
     shutdown.cancel();
     if let Some(sidecar) = sidecar {
         sidecar.await??;
@@ -1116,7 +1138,10 @@ async fn check_mcp_tools(federation: &Federation, out: &mut String) -> bool {
     healthy
 }
 
-async fn run_demo(mut config: Config) -> anyhow::Result<ExitCode> {
+async fn run_demo(
+    mut config: Config,
+    launcher_gone: CancellationToken,
+) -> anyhow::Result<ExitCode> {
     let stores_down = CancellationToken::new();
     let _stop_stores_on_exit = stores_down.clone().drop_guard();
     let memory = demo::spawn_memory_store(stores_down.clone()).await?;
@@ -1146,7 +1171,7 @@ async fn run_demo(mut config: Config) -> anyhow::Result<ExitCode> {
         config.overlay_path.display(),
     );
     // The demo's roster is its two sample stores, not the file's: nothing is reloaded.
-    run_server(config, Some(banner), None).await
+    run_server(config, Some(banner), None, launcher_gone).await
 }
 
 /// `propose`: the entry is printed on stdout, a reason it could not be made on stderr (exit 2;

@@ -1,12 +1,12 @@
 //! The npm launcher (`xtask/npm/launcher.js`) run by node, as npm installs it, in front of the real
 //! binary: the launcher ends as the binary ended (its code, or the signal that killed it), every
-//! signal it can catch reaches the binary, and SIGUSR1 opens no inspector. Node is needed: without
-//! it these fail, saying so.
+//! signal it can catch reaches the binary, SIGUSR1 opens no inspector, and a launcher killed
+//! outright (SIGKILL) leaves no binary behind. Node is needed: without it these fail, saying so.
 
 use crate::support::process::{self, BIN, Server};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// The launcher as the package ships it.
@@ -255,4 +255,63 @@ async fn a_signal_to_the_launcher_ends_the_binary_too() {
             );
         }
     }
+}
+
+/// SIGKILL to the launcher passes nothing on: the binary notices its parent is gone
+/// (SEREN_SCC_LAUNCHER_PID) and stops by itself, as at SIGTERM.
+#[tokio::test]
+async fn a_server_whose_launcher_is_killed_stops_by_itself() {
+    let install = Install::new();
+    let (mut launcher, binary) = install.serving();
+    kill("KILL", &launcher.pid().to_string());
+    assert!(
+        process::ends_within(&binary.0, END).await,
+        "the binary {} still runs, its launcher killed",
+        binary.0
+    );
+    launcher.wait_for("the npm launcher that started this process is gone");
+    launcher.wait_for("shutting down");
+}
+
+/// The same in stdio mode, with the host still holding stdin open: the session ends, and the
+/// process with it (a read of stdin under way does not hold it).
+#[tokio::test]
+async fn a_stdio_server_whose_launcher_is_killed_stops_by_itself() {
+    let install = Install::new();
+    let mut launcher = Server::start_with_stdin(
+        install.command(&["stdio", "-c", &install.config]),
+        Stdio::piped(),
+    );
+    launcher.wait_for("configuration");
+    // Past the start: the session is up and reading stdin.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let binary = install.binary();
+    kill("KILL", &launcher.pid().to_string());
+    assert!(
+        process::ends_within(&binary.0, END).await,
+        "the stdio binary {} still runs, its launcher killed",
+        binary.0
+    );
+    launcher.wait_for("the npm launcher that started this process is gone");
+}
+
+/// A value the launcher would never write is said at warn, with what is wrong with it, and the
+/// service runs on as without it.
+#[tokio::test]
+async fn a_bad_launcher_pid_is_warned_about_and_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = process::write_config(dir.path(), "server:\n  port: 0\n");
+    let mut command = process::command(&["serve", "-c", &config]);
+    command.env("SEREN_SCC_LAUNCHER_PID", "12ab");
+    let mut server = Server::start(command);
+    let line = server.wait_for("SEREN_SCC_LAUNCHER_PID ignored");
+    assert!(
+        line.contains("WARN") && line.contains("'12ab' is not a process id (decimal digits only)"),
+        "{line}"
+    );
+    let url = process::listening_url(&server.wait_for("listening on"));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    process::get_json(&url, "/health").await;
+    let (status, stderr) = server.terminate();
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{stderr}");
 }

@@ -355,7 +355,10 @@ process.argv = [process.argv[0], {json.dumps(str(launcher))}, "--version"];
 require({json.dumps(str(launcher))});
 """
         env = {**os.environ, "WINEPREFIX": str(self.args.wineprefix), "WINEDEBUG": "-all"}
-        ran = subprocess.run(["node", "-e", harness], capture_output=True, text=True, env=env, timeout=120)
+        # The launcher's pipe for the binary to watch (\\.\pipe\seren-corpus-callosum-launcher-<pid>)
+        # is, on Linux, a socket file of that name in the working directory: made in npm-win32/.
+        ran = subprocess.run(["node", "-e", harness], capture_output=True, text=True, env=env, timeout=120,
+                             cwd=root.parent)
         chosen = re.search(r"launcher runs (\S+)", ran.stderr)
         expected = root / f"{DIST_NAME}-win32-x64-gnu" / "bin" / f"{COMMAND}.exe"
         check(chosen and Path(chosen.group(1)) == expected, f"the launcher chose {chosen and chosen.group(1)}: {ran.stderr}")

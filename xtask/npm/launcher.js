@@ -6,6 +6,7 @@
 "use strict";
 
 const { spawn } = require("node:child_process");
+const net = require("node:net");
 const os = require("node:os");
 const path = require("node:path");
 
@@ -24,7 +25,7 @@ const WINDOWS = process.platform === "win32";
 // sent the signal itself. SIGUSR1 is among them, and so handled here, which also keeps Node's own
 // meaning of it (opening the inspector, a debugger port anyone on this machine could attach to)
 // from ever running; the binary gives SIGUSR1 no meaning, so it ends of it, as it would without
-// the launcher.
+// the launcher. SIGKILL cannot be handled: the binary notices that itself (SEREN_SCC_LAUNCHER_PID).
 // On Windows the console's events (Ctrl-C, Ctrl-Break, the window closed) reach the binary
 // directly, since it shares the console; the launcher only keeps them from ending itself first, and
 // waits for the binary's exit code. Sending them on would kill the binary outright (Node kills a
@@ -67,6 +68,27 @@ function binary() {
   return path.join(dir, "bin", exe);
 }
 
+// On Windows the binary learns that the launcher is gone (killed outright, which no handler sees)
+// from a named pipe the launcher holds open: the binary connects, and the pipe breaks when this
+// process ends, however it ends. Resolves to whether the pipe is up; without it the binary is not
+// told to watch. Kept in a variable so nothing collects it while the binary runs.
+let pipe = null;
+function launcherPipe() {
+  if (!WINDOWS) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const server = net.createServer((socket) => {
+      socket.on("error", () => {});
+      socket.unref();
+    });
+    server.on("error", () => resolve(false));
+    server.listen(`\\\\.\\pipe\\seren-corpus-callosum-launcher-${process.pid}`, () => {
+      server.unref();
+      pipe = server;
+      resolve(true);
+    });
+  });
+}
+
 // Ends this process as the binary ended: with its exit code, or by the same signal. A signal is
 // raised again on this process with its default action (a handler Node installs for a signal, or
 // one this file added, is taken off first: libuv puts back the default when a signal's last
@@ -90,11 +112,14 @@ function endAs(code, signal) {
   setTimeout(() => process.exit(128 + number), WINDOWS ? 0 : 1000);
 }
 
-function main() {
+async function main() {
   const exe = binary();
   const env = { ...process.env };
   // `init` prints host entries that launch this same package, not a path inside npx's cache.
   if (__dirname.split(path.sep).includes("_npx")) env.SEREN_SCC_LAUNCHER = "npx";
+  // The binary stops by itself once this process is gone (src/launcher.rs).
+  delete env.SEREN_SCC_LAUNCHER_PID;
+  if (await launcherPipe()) env.SEREN_SCC_LAUNCHER_PID = String(process.pid);
   const child = spawn(exe, process.argv.slice(2), { stdio: "inherit", env, windowsHide: true });
   const running = () => child.exitCode === null && child.signalCode === null;
   for (const signal of FORWARDED) {
