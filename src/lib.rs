@@ -39,9 +39,11 @@
 //! - [`http`]: the REST routes, auth, and request ids.
 //! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
 //! - [`launcher`]: the npm launcher's child, which stops once the launcher is gone.
+//! - [`cli`]: the command line, an edge like `http` and `mcp`.
 
 pub mod api;
 pub mod chain;
+pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod explain;

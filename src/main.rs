@@ -1177,7 +1177,7 @@ async fn run_demo(
 /// `propose`: the entry is printed on stdout, a reason it could not be made on stderr (exit 2;
 /// 64, EX_USAGE, for a wrong argument).
 async fn propose(args: ProposeArgs) -> ExitCode {
-    use seren_corpus_callosum::store::mcp::propose;
+    use seren_corpus_callosum::cli::propose;
     let target = match propose_target(&args) {
         Ok(target) => target,
         Err(why) => {
@@ -1201,7 +1201,7 @@ async fn propose(args: ProposeArgs) -> ExitCode {
 /// What `propose` is pointed at, from its arguments; an error names the argument.
 fn propose_target(
     args: &ProposeArgs,
-) -> Result<seren_corpus_callosum::store::mcp::propose::Target, String> {
+) -> Result<seren_corpus_callosum::cli::propose::Target, String> {
     use serde_json::{Value, json};
     use seren_corpus_callosum::config::Program;
     use seren_corpus_callosum::secret::Secret;
@@ -1280,7 +1280,7 @@ fn propose_target(
             );
         }
     };
-    Ok(seren_corpus_callosum::store::mcp::propose::Target {
+    Ok(seren_corpus_callosum::cli::propose::Target {
         name: args.name.clone(),
         link,
         endpoint,

@@ -12,7 +12,6 @@ pub mod client;
 pub mod http;
 pub mod map;
 pub mod preset;
-pub mod propose;
 pub mod shape;
 mod stdout;
 
