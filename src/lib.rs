@@ -39,7 +39,8 @@
 //! - [`http`]: the REST routes, auth, and request ids.
 //! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
 //! - [`launcher`]: the npm launcher's child, which stops once the launcher is gone.
-//! - [`cli`]: the command line, an edge like `http` and `mcp`.
+//! - [`cli`]: the command line, an edge like `http` and `mcp`: one entry per command, and the serve
+//!   lifecycle (bind, warm-up, reload, graceful shutdown) the binary and the tests both run.
 
 pub mod api;
 pub mod chain;

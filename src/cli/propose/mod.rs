@@ -23,11 +23,131 @@ mod read;
 pub use pick::{Call, pick_tool};
 pub use read::{Reading, read_result, reading};
 
+use super::ProposeArgs;
 use crate::store::mcp::Spec;
 use crate::store::mcp::client::{self, Link, Probe};
 use crate::text::cut;
 use serde_json::{Map, Value, json};
+use std::process::ExitCode;
 use std::time::Duration;
+
+/// `propose`: the entry is printed on stdout, a reason it could not be made on stderr (exit 2;
+/// 64, EX_USAGE, for a wrong argument).
+pub fn run(args: ProposeArgs) -> ExitCode {
+    match super::runtime() {
+        Ok(runtime) => runtime.block_on(command(args)),
+        Err(code) => code,
+    }
+}
+
+/// The target from the arguments, the proposal, and what is printed of it.
+async fn command(args: ProposeArgs) -> ExitCode {
+    let target = match target(&args) {
+        Ok(target) => target,
+        Err(why) => {
+            eprintln!("seren-corpus-callosum propose: {why}");
+            return ExitCode::from(64);
+        }
+    };
+    let timeout = Duration::from_secs_f64(args.timeout_s.clamp(0.1, 600.0));
+    match propose(&target, &args.query, args.n_results.clamp(1, 100), timeout).await {
+        Ok(proposal) => {
+            print!("{}", proposal.yaml(&args.query));
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("seren-corpus-callosum propose: {why}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// What `propose` is pointed at, from its arguments; an error names the argument.
+fn target(args: &ProposeArgs) -> Result<Target, String> {
+    use crate::config::{self, Program};
+    use crate::secret::Secret;
+    let pair = |flag: &str, text: &str| -> Result<(String, String), String> {
+        match text.split_once('=') {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Ok((name.trim().to_owned(), value.to_owned()))
+            }
+            _ => Err(format!(
+                "--{flag} takes NAME=VALUE, got {}",
+                json!(cut(text, 60))
+            )),
+        }
+    };
+    let mut arguments = serde_json::Map::new();
+    for text in &args.arguments {
+        let (name, value) = pair("arg", text)?;
+        let value = serde_json::from_str(&value).unwrap_or(Value::String(value));
+        arguments.insert(name, value);
+    }
+    if let Some(name) = &args.name {
+        config::check_name(name).map_err(|why| format!("--name: {why}"))?;
+    }
+    let (link, endpoint) = match (&args.url, args.command.split_first()) {
+        (Some(url), _) => {
+            let parsed = url::Url::parse(url).map_err(|why| format!("--url: {why}"))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(format!(
+                    "--url must be http:// or https://, got {}",
+                    parsed.scheme()
+                ));
+            }
+            let mut endpoint = vec![("url", json!(url))];
+            let token = match &args.token_env {
+                Some(var) => {
+                    let value = std::env::var(var)
+                        .map_err(|_| format!("--token-env: ${var} is not set"))?;
+                    endpoint.push(("token_env", json!(var)));
+                    Secret::bearer(value).map_err(|why| format!("--token-env: ${var} {why}"))?
+                }
+                None => None,
+            };
+            let clients =
+                crate::store::clients::Clients::new(false).map_err(|why| why.to_string())?;
+            let client = clients.mcp(None)?;
+            (
+                Link::Http {
+                    url: parsed,
+                    token,
+                    client,
+                },
+                endpoint,
+            )
+        }
+        (None, Some((command, rest))) => {
+            let mut env = std::collections::BTreeMap::new();
+            for text in &args.env {
+                let (name, value) = pair("env", text)?;
+                env.insert(name, value);
+            }
+            let mut endpoint = vec![("command", json!(command)), ("args", json!(rest))];
+            if !env.is_empty() {
+                endpoint.push(("env", json!(env)));
+            }
+            let program = Program {
+                command: command.clone(),
+                args: rest.to_vec(),
+                env,
+            };
+            (Link::Stdio(program), endpoint)
+        }
+        (None, None) => {
+            return Err(
+                "say where the server is: --url URL, or -- COMMAND ARGS... to spawn it".into(),
+            );
+        }
+    };
+    Ok(Target {
+        name: args.name.clone(),
+        link,
+        endpoint,
+        tool: args.tool.clone(),
+        arguments,
+    })
+}
 
 /// What `propose` is pointed at.
 #[derive(Debug, Clone)]
