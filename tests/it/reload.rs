@@ -234,10 +234,8 @@ async fn the_later_change_wins_between_configure_and_the_file() {
 async fn a_file_change_is_seen_without_a_signal() {
     let facts = StubStore::hits(loci_hits(&[("f1", 0.9)])).await;
     let episodes = StubStore::hits(memory_hits(&[("e1", 0.8)])).await;
-    let callosum = Callosum::start(&config_yaml(&[("facts", "seren_loci", &facts.url, "")])).await;
-    let stop = tokio_util::sync::CancellationToken::new();
-    let _watching = reload::spawn(callosum.federation.clone(), loader(), stop.clone());
-    let _stop = stop.drop_guard();
+    let callosum =
+        Callosum::start_watching(&config_yaml(&[("facts", "seren_loci", &facts.url, "")])).await;
     // An editor's save: a temp file renamed over the config.
     let temp = callosum.dir.path().join(".seren-corpus-callosum.yaml.swp");
     std::fs::write(
@@ -325,10 +323,9 @@ async fn sighup_reloads_and_a_removed_stdio_servers_process_ends() {
 /// Two callosums in one process sharing one overlay file, each watching it: as two processes
 /// on one host are (the lock is taken per open file, so the two exclude each other as processes
 /// do).
-async fn two_on_one_overlay() -> (Callosum, Callosum, tokio_util::sync::DropGuard) {
+async fn two_on_one_overlay() -> (Callosum, Callosum) {
     let shared = tempfile::tempdir().unwrap();
     let overlay = shared.path().join("runtime-stores.json");
-    let stop = tokio_util::sync::CancellationToken::new();
     let mut pair = Vec::new();
     for _ in 0..2 {
         let dir = Arc::new(tempfile::tempdir().unwrap());
@@ -336,15 +333,13 @@ async fn two_on_one_overlay() -> (Callosum, Callosum, tokio_util::sync::DropGuar
         let mut config = Config::load_from(&path, &Env::none()).unwrap();
         config.overlay_path = overlay.clone();
         config.federation.max_stores = 200;
-        let callosum = Callosum::start_with(dir, config).await;
-        reload::spawn(callosum.federation.clone(), loader(), stop.clone());
-        pair.push(callosum);
+        pair.push(Callosum::start_watching_with(dir, config).await);
     }
     // The shared directory lives as long as the callosums (their temp dirs are their own).
     std::mem::forget(shared);
     let b = pair.pop().unwrap();
     let a = pair.pop().unwrap();
-    (a, b, stop.drop_guard())
+    (a, b)
 }
 
 fn store(name: &str, url: &str) -> Value {
@@ -353,7 +348,7 @@ fn store(name: &str, url: &str) -> Value {
 
 #[tokio::test]
 async fn two_processes_on_one_overlay_see_and_keep_each_others_stores() {
-    let (a, b, _stop) = two_on_one_overlay().await;
+    let (a, b) = two_on_one_overlay().await;
     let facts = StubStore::hits(loci_hits(&[("f1", 0.9)])).await;
     let more = StubStore::hits(loci_hits(&[("m1", 0.9)])).await;
     // The everyday case that lost a store: one added through each.
@@ -380,7 +375,7 @@ async fn two_processes_on_one_overlay_see_and_keep_each_others_stores() {
 
 #[tokio::test]
 async fn a_hundred_concurrent_adds_over_two_processes_lose_none() {
-    let (a, b, _stop) = two_on_one_overlay().await;
+    let (a, b) = two_on_one_overlay().await;
     let (a, b) = (Arc::new(a), Arc::new(b));
     let adds = (0..100).map(|i| {
         let through = if i % 2 == 0 { a.clone() } else { b.clone() };
@@ -406,7 +401,7 @@ async fn a_hundred_concurrent_adds_over_two_processes_lose_none() {
 
 #[tokio::test]
 async fn an_overlay_broken_by_hand_while_running_is_refused_not_overwritten() {
-    let (a, b, _stop) = two_on_one_overlay().await;
+    let (a, b) = two_on_one_overlay().await;
     let facts = StubStore::hits(loci_hits(&[("f1", 0.9)])).await;
     assert_eq!(a.post("/stores", store("facts", &facts.url)).await.0, 200);
     until(&b, |s| names(s, "active") == set(&["facts"])).await;

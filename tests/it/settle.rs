@@ -213,10 +213,7 @@ async fn a_file_written_slowly_in_place_is_never_loaded_half() {
     let a = entry("facts", "seren_loci", &stubs[0].url, "");
     let b = entry("episodes", "seren_loci", &stubs[1].url, "");
     let c = entry("more", "seren_loci", &stubs[2].url, "");
-    let callosum = Callosum::start(&format!("{head}{a}{b}")).await;
-    let stop = tokio_util::sync::CancellationToken::new();
-    let _watching = reload::spawn(callosum.federation.clone(), loader(), stop.clone());
-    let _stop = stop.drop_guard();
+    let callosum = Callosum::start_watching(&format!("{head}{a}{b}")).await;
     let before = set(&["facts", "episodes"]);
     let after = set(&["facts", "episodes", "more"]);
     let (_, stores) = callosum.get("/stores").await;

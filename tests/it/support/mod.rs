@@ -15,9 +15,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
+use seren_corpus_callosum::cli::serve;
 use seren_corpus_callosum::config::Config;
 use seren_corpus_callosum::federation::Federation;
-use seren_corpus_callosum::http::{self, AppState};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -281,24 +281,46 @@ impl Callosum {
         Self::start_with(dir, config).await
     }
 
+    /// Starts a callosum on `config` as `serve` starts one (`cli::serve::start`: the federation,
+    /// the warm-up, the graceful shutdown when dropped), on a loopback port the system picks and
+    /// without a reload watch (a test reloads when it says so).
     pub async fn start_with(dir: Arc<tempfile::TempDir>, config: Config) -> Self {
-        let limits = http::Limits::from_config(&config.server);
-        let federation = Arc::new(Federation::new(config).unwrap());
-        let router = http::router(AppState::new(federation.clone()));
+        Self::serve(dir, config, None).await
+    }
+
+    /// As [`Callosum::start`], reading the config file again when it or the overlay changes (and
+    /// at SIGHUP), as `serve` does.
+    pub async fn start_watching(yaml: &str) -> Self {
+        let dir = Arc::new(tempfile::tempdir().unwrap());
+        let path = dir.path().join("seren-corpus-callosum.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        let config = Config::load_from(&path, &seren_corpus_callosum::config::Env::none()).unwrap();
+        Self::start_watching_with(dir, config).await
+    }
+
+    /// As [`Callosum::start_with`], watching as [`Callosum::start_watching`] does.
+    pub async fn start_watching_with(dir: Arc<tempfile::TempDir>, config: Config) -> Self {
+        Self::serve(dir, config, Some(serve::reloader(Default::default()))).await
+    }
+
+    async fn serve(
+        dir: Arc<tempfile::TempDir>,
+        config: Config,
+        reload: Option<seren_corpus_callosum::reload::Loader>,
+    ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let options = serve::Options {
+            reload,
+            listener: Some(listener),
+            ..serve::Options::default()
+        };
         let stop = CancellationToken::new();
-        let cancelled = stop.clone().cancelled_owned();
-        tokio::spawn(async move {
-            http::serve_with(listener, router, limits, cancelled)
-                .await
-                .unwrap();
-        });
+        let started = serve::start(config, options, stop.clone()).await.unwrap();
         Self {
-            url,
+            url: started.url(),
             dir,
             client: test_client(),
-            federation,
+            federation: started.federation,
             stop,
         }
     }
