@@ -369,19 +369,17 @@ async fn callosum_at(
         &seren_corpus_callosum::config::Env::none(),
     )
     .unwrap();
-    let federation =
-        std::sync::Arc::new(seren_corpus_callosum::federation::Federation::new(config).unwrap());
-    let router =
-        seren_corpus_callosum::http::router(seren_corpus_callosum::http::AppState::new(federation));
     let listener = tokio::net::TcpListener::bind(url.trim_start_matches("http://"))
         .await
         .unwrap();
+    let options = seren_corpus_callosum::cli::serve::Options {
+        listener: Some(listener),
+        ..Default::default()
+    };
     let stop = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(seren_corpus_callosum::http::serve(
-        listener,
-        router,
-        stop.clone().cancelled_owned(),
-    ));
+    seren_corpus_callosum::cli::serve::start(config, options, stop.clone())
+        .await
+        .unwrap();
     (stop, dir)
 }
 
