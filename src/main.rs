@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 /// mimalloc instead of the system allocator: under load, tokio frees on one worker what another
 /// allocated, and glibc's arena locks showed up as 8% of the service's CPU in a profile; see
-/// BENCHMARKS.md for what the switch bought.
+/// docs/bench/history.md ("What each change bought") for what the switch bought.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
