@@ -167,12 +167,7 @@ impl StreamableHttpClient for Metered {
             None if awaits_nothing && response.content_length() == Some(0) => {
                 Ok(StreamableHttpPostResponse::Accepted)
             }
-            None => Err(StreamableHttpError::UnexpectedContentType(
-                response
-                    .headers()
-                    .get(CONTENT_TYPE)
-                    .map(|ct| String::from_utf8_lossy(ct.as_bytes()).into_owned()),
-            )),
+            None => Err(unexpected_type(&response)),
         }
     }
 
@@ -245,12 +240,7 @@ impl StreamableHttpClient for Metered {
                 &self.answers,
                 Dropped(None),
             )),
-            None => Err(StreamableHttpError::UnexpectedContentType(
-                response
-                    .headers()
-                    .get(CONTENT_TYPE)
-                    .map(|ct| String::from_utf8_lossy(ct.as_bytes()).into_owned()),
-            )),
+            None => Err(unexpected_type(&response)),
         }
     }
 }
@@ -260,6 +250,14 @@ impl StreamableHttpClient for Metered {
 enum Kind {
     Json,
     Events,
+}
+
+/// rmcp's error for an answer that is neither JSON nor an event stream.
+fn unexpected_type(response: &reqwest::Response) -> Failed {
+    let content_type = response.headers().get(CONTENT_TYPE);
+    StreamableHttpError::UnexpectedContentType(
+        content_type.map(|ct| String::from_utf8_lossy(ct.as_bytes()).into_owned()),
+    )
 }
 
 fn content_kind(response: &reqwest::Response) -> Option<Kind> {

@@ -245,8 +245,16 @@ pub async fn get_json(url: &str, path: &str) -> serde_json::Value {
 }
 
 /// A line of `/proc/PID/status` (`VmHWM:` the peak resident memory so far, `VmRSS:` now), in KiB.
+/// Where there is no `/proc` (macOS), `ps` gives the resident memory now for either key: a peak
+/// read that way is the memory still held after the load, never more than the real peak.
 pub fn status_kib(pid: u32, key: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with(key)).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+        let line = status.lines().find(|l| l.starts_with(key)).unwrap();
+        return line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    }
+    let ps = std::process::Command::new("ps")
+        .args(["-o", "rss=", "-p", &pid.to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&ps.stdout).trim().parse().unwrap()
 }
