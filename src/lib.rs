@@ -37,7 +37,6 @@
 //! - [`reload`]: hot reload of the config file and the overlay.
 //! - [`mcp`]: the four MCP tools over stdio and streamable HTTP.
 //! - [`http`]: the REST routes, auth, and request ids.
-//! - [`demo`]: two sample stores used by `seren-corpus-callosum demo` and by the tests.
 //! - [`launcher`]: the npm launcher's child, which stops once the launcher is gone.
 //! - [`cli`]: the command line, an edge like `http` and `mcp`: one entry per command, and the serve
 //!   lifecycle (bind, warm-up, reload, graceful shutdown) the binary and the tests both run.
@@ -46,7 +45,6 @@ pub mod api;
 pub mod chain;
 pub mod cli;
 pub mod config;
-pub mod demo;
 pub mod explain;
 pub mod federation;
 pub mod fusion;

@@ -2,8 +2,9 @@
 
 use super::serve::{Options, until_stopped};
 use super::{Load, ServeArgs, execute};
-use crate::config::Config;
-use crate::demo;
+use crate::config::{Config, Endpoint, EntryKind, OVERLAY_FILE_NAME, StoreEntry, StoreUrl};
+use seren_scc_demo::{self as demo, SampleStore};
+use std::io;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
@@ -22,7 +23,7 @@ async fn serve_samples(
     let _stop_stores_on_exit = stores_down.clone().drop_guard();
     let memory = demo::spawn_memory_store(stores_down.clone()).await?;
     let loci = demo::spawn_loci_store(stores_down.clone()).await?;
-    demo::use_sample_stores(&mut config, &[&memory, &loci])?;
+    use_sample_stores(&mut config, &[&memory, &loci])?;
     let token_note = if config.server.token.is_some() {
         " -H \"Authorization: Bearer $SEREN_SCC_BEARER_TOKEN\""
     } else {
@@ -53,4 +54,47 @@ async fn serve_samples(
         ..Options::default()
     };
     until_stopped(config, options, launcher_gone).await
+}
+
+/// Points `config` at the sample stores instead of its own (the demo never fans the configured
+/// stores, so a first run cannot be confused by them). The runtime overlay goes to a fresh
+/// temporary directory, unless `SEREN_SCC_RUNTIME_STORES` named one (the config knows), so stores
+/// added while playing with the demo never land beside a real config.
+fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Result<()> {
+    config.federation.stores = stores
+        .iter()
+        .map(|store| -> io::Result<_> {
+            Ok(Ok(StoreEntry {
+                name: store.name.to_owned(),
+                kind: EntryKind::parse(store.kind),
+                // A loopback url the demo crate formatted: it always parses.
+                endpoint: Endpoint::Url(StoreUrl::parse(&store.url).map_err(io::Error::other)?),
+                weight: 1.0,
+                floor: 0.0,
+                enabled: true,
+                token: None,
+                token_keyring: None,
+                token_env: None,
+                timeout: None,
+                tls_ca_file: None,
+                description: Some(store.description.to_owned()),
+                options: serde_json::Map::new(),
+            }))
+        })
+        .collect::<io::Result<_>>()?;
+    if !config.overlay_from_env {
+        let dir =
+            std::env::temp_dir().join(format!("seren-corpus-callosum-demo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(OVERLAY_FILE_NAME);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        config.overlay_path = path;
+    }
+    // The demo's stores are its own: a shared PostgreSQL overlay is not touched either.
+    config.overlay_url = None;
+    Ok(())
 }

@@ -667,7 +667,7 @@ async fn a_config_with_bad_knobs_says_every_one() {
 /// packet (BENCHMARKS.md quotes what this prints; run with `--nocapture`).
 #[tokio::test]
 async fn the_compact_text_costs_a_fraction_of_the_json_on_the_demo() {
-    use seren_corpus_callosum::demo;
+    use seren_scc_demo as demo;
     let shutdown = tokio_util::sync::CancellationToken::new();
     let _stop = shutdown.clone().drop_guard();
     let memory = demo::spawn_memory_store(shutdown.clone()).await.unwrap();

@@ -17,7 +17,7 @@ use crate::support::stdio::RawStdio;
 use markdown::Block;
 use serde_json::{Value, json};
 use seren_corpus_callosum::config::{Config, Env};
-use seren_corpus_callosum::demo::{self, SampleStore};
+use seren_scc_demo::{self as demo, SampleStore};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;

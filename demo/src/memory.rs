@@ -38,9 +38,8 @@
 //! - A link in the data that does not resolve (a `satellite_of` naming no core) is ignored; the
 //!   `sample_data_parses` test keeps the bundled sample free of them.
 
-use super::bm25::Index;
-use super::request::{Body, Invalid};
-use super::round5;
+use crate::bm25::{Index, round5};
+use crate::request::{Body, Invalid};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::{get, post};

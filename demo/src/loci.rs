@@ -16,9 +16,8 @@
 //! otherwise has no effect, `live` is always true and `raw_distance` always null (it belongs to the
 //! hybrid finder). The project `"*"` holds fundamentals: facts true in every project.
 
-use super::bm25::Index;
-use super::request::{Body, Invalid};
-use super::round5;
+use crate::bm25::{Index, round5};
+use crate::request::{Body, Invalid};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::{get, post};

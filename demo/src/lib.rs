@@ -1,4 +1,4 @@
-//! The sample stores: a demo and test fixture, not a store of the callosum's own.
+//! The sample stores: a demo and test fixture, not a store of the callosum's own, in a crate of its own.
 //!
 //! Two small in-process HTTP servers, one speaking the SerenMemory search protocol (`memory.rs`) and
 //! one speaking the SerenLoci search protocol (`loci.rs`), each loaded with a bundled sample data set
@@ -6,9 +6,10 @@
 //! the callosum in front of them so a first run shows a fused answer without installing either real
 //! store; tests use them as real peers on loopback.
 //!
-//! This module owns binding and serving them until a cancellation token fires. It does not own the
-//! callosum's side of the protocols (the store adapters), and it never reads configuration: the
-//! stores always bind `127.0.0.1` on a port the OS picks, need no token, and serve read-only data.
+//! This crate owns binding and serving them until a cancellation token fires. It does not know the
+//! callosum at all (neither its store adapters nor its configuration): the stores always bind
+//! `127.0.0.1` on a port the OS picks, need no token, and serve read-only data. The callosum's
+//! `demo` command (`src/cli/demo.rs`) points a config at them.
 
 mod bm25;
 mod loci;
@@ -17,7 +18,6 @@ mod request;
 #[cfg(test)]
 mod tests;
 
-use crate::config::{Config, Endpoint, EntryKind, StoreEntry, StoreUrl};
 use axum::Router;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -33,6 +33,8 @@ pub struct SampleStore {
     pub name: &'static str,
     /// `http://127.0.0.1:PORT`, no trailing slash.
     pub url: String,
+    /// What it holds, in words for a store entry's `description`.
+    pub description: &'static str,
 }
 
 /// Binds 127.0.0.1:0 and serves the SerenMemory sample until `shutdown` is cancelled (graceful
@@ -74,6 +76,7 @@ async fn spawn(
         kind,
         name,
         url: url_of(addr),
+        description: describe(kind),
     })
 }
 
@@ -102,54 +105,6 @@ fn describe(kind: &str) -> &'static str {
         "seren_loci" => "sample facts: short statements about people, places and settings",
         _ => "sample episodes: conversations and notes, as they happened",
     }
-}
-
-/// Points `config` at the sample stores instead of its own (the demo never fans the configured
-/// stores, so a first run cannot be confused by them). The runtime overlay goes to a fresh
-/// temporary directory, unless `SEREN_SCC_RUNTIME_STORES` named one (the config knows), so stores
-/// added while playing with the demo never land beside a real config.
-pub fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Result<()> {
-    config.federation.stores = stores
-        .iter()
-        .map(|store| -> io::Result<_> {
-            Ok(Ok(StoreEntry {
-                name: store.name.to_owned(),
-                kind: EntryKind::parse(store.kind),
-                // A loopback url this module just formatted: it always parses.
-                endpoint: Endpoint::Url(StoreUrl::parse(&store.url).map_err(io::Error::other)?),
-                weight: 1.0,
-                floor: 0.0,
-                enabled: true,
-                token: None,
-                token_keyring: None,
-                token_env: None,
-                timeout: None,
-                tls_ca_file: None,
-                description: Some(describe(store.kind).to_owned()),
-                options: serde_json::Map::new(),
-            }))
-        })
-        .collect::<io::Result<_>>()?;
-    if !config.overlay_from_env {
-        let dir =
-            std::env::temp_dir().join(format!("seren-corpus-callosum-demo-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        let path = dir.join(crate::config::OVERLAY_FILE_NAME);
-        match std::fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-        config.overlay_path = path;
-    }
-    // The demo's stores are its own: a shared PostgreSQL overlay is not touched either.
-    config.overlay_url = None;
-    Ok(())
-}
-
-/// Five decimals, as the real stores round their numbers.
-fn round5(x: f64) -> f64 {
-    (x * 1e5).round() / 1e5
 }
 
 fn url_of(addr: SocketAddr) -> String {

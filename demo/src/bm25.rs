@@ -140,6 +140,11 @@ impl Index {
     }
 }
 
+/// Five decimals, as the real stores round their numbers.
+pub fn round5(x: f64) -> f64 {
+    (x * 1e5).round() / 1e5
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
