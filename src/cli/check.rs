@@ -1,7 +1,8 @@
 //! `check`: what the configuration says and what is wrong with it, one line per store as a probe
 //! search found it, each MCP store's tools, and whether `server.oauth`'s issuer gives its keys.
 
-use super::{ConfigArg, EXIT_CONFIG, Load, emit, execute};
+use super::args::ConfigArg;
+use super::run::{EXIT_CONFIG, Load, emit, execute};
 use crate::api::{self, StoreStatus};
 use crate::chain::Chain;
 use crate::config::Config;

@@ -1,7 +1,8 @@
 //! `demo`: two sample stores started in-process, and the server in front of them until stopped.
 
+use super::args::ServeArgs;
+use super::run::{Load, execute};
 use super::serve::{Options, until_stopped};
-use super::{Load, ServeArgs, execute};
 use crate::config::{Config, Endpoint, EntryKind, OVERLAY_FILE_NAME, StoreEntry, StoreUrl};
 use seren_scc_demo::{self as demo, SampleStore};
 use std::io;

@@ -1,7 +1,7 @@
 //! `init`: a commented starter config, written where it was asked and never over a file, and the
 //! entries that make MCP hosts (Claude Desktop, Claude Code, VS Code) run this binary with it.
 
-use super::ConfigArg;
+use super::args::ConfigArg;
 use crate::config;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

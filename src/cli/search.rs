@@ -1,7 +1,8 @@
 //! `search`: one search through the configured stores, printed as a table a person reads (or as
 //! JSON, exactly as `POST /search` answers).
 
-use super::{Load, SearchArgs, emit, execute};
+use super::args::SearchArgs;
+use super::run::{Load, emit, execute};
 use crate::api;
 use crate::chain::Chain;
 use crate::config::Config;

@@ -4,7 +4,8 @@
 //! one library call: `serve` and `demo` run it until stopped, and the integration tests start
 //! every in-process server with it, stopping it with a token.
 
-use super::{EXIT_CONFIG, Load, ServeArgs, StdioArgs, execute};
+use super::args::{ServeArgs, StdioArgs};
+use super::run::{EXIT_CONFIG, Load, execute};
 use crate::config::{Config, Exposure};
 use crate::federation::Federation;
 use crate::http::{self, AppState};

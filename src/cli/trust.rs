@@ -1,7 +1,7 @@
 //! `trust`: a config file found in the working directory (a cloned repository may carry one)
 //! trusted, as it now stands, to read its stores' secrets and run their commands; or no longer.
 
-use super::TrustArgs;
+use super::args::TrustArgs;
 use crate::config;
 use std::path::PathBuf;
 use std::process::ExitCode;

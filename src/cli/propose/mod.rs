@@ -20,10 +20,10 @@
 mod pick;
 mod read;
 
-pub use pick::{Call, pick_tool};
+pub use pick::{Call, Key, pick_tool};
 pub use read::{Reading, read_result, reading};
 
-use super::ProposeArgs;
+use crate::cli::args::ProposeArgs;
 use crate::store::mcp::Spec;
 use crate::store::mcp::client::{self, Link, Probe};
 use crate::text::cut;
@@ -34,7 +34,7 @@ use std::time::Duration;
 /// `propose`: the entry is printed on stdout, a reason it could not be made on stderr (exit 2;
 /// 64, EX_USAGE, for a wrong argument).
 pub fn run(args: ProposeArgs) -> ExitCode {
-    match super::runtime() {
+    match crate::cli::run::runtime() {
         Ok(runtime) => runtime.block_on(command(args)),
         Err(code) => code,
     }
@@ -161,15 +161,6 @@ pub struct Target {
     pub tool: Option<String>,
     /// Fixed arguments the user gives (a scope: a collection, a project, a group).
     pub arguments: Map<String, Value>,
-}
-
-/// One key of the proposed entry and what was guessed to write it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Key {
-    pub key: &'static str,
-    pub value: Value,
-    /// Why this value, when it was guessed ("" when it was given).
-    pub why: String,
 }
 
 /// A proposed entry, proved on one search.

@@ -2,10 +2,18 @@
 //! its name and a query-like argument), its query, limit and required arguments from its input
 //! schema, and a `json` value for an output-format argument that offers one.
 
-use super::Key;
 use crate::text::cut;
 use rmcp::model::Tool;
 use serde_json::{Map, Value, json};
+
+/// One key of the proposed entry and what was guessed to write it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Key {
+    pub key: &'static str,
+    pub value: Value,
+    /// Why this value, when it was guessed ("" when it was given).
+    pub why: String,
+}
 
 /// Tool name words that say "search", strongest first.
 const SEARCH_WORDS: &[&str] = &["search", "find", "query", "recall", "retrieve", "lookup"];

@@ -3,8 +3,7 @@
 //! array's place, and the id, content and score members of its hits (from the first hits, else
 //! from the tool's `outputSchema`).
 
-use super::Key;
-use super::pick::types;
+use super::pick::{Key, types};
 use crate::store::mcp::client;
 use crate::store::mcp::shape::Shape;
 use crate::text::cut;
