@@ -12,8 +12,7 @@ use crate::api::{
 };
 use crate::config::{Config, TABLE, TokenSource, read_knobs};
 pub use crate::config::{Knobs, Override};
-use crate::roster::Bound;
-use crate::store::{Call, Context, Keep};
+use crate::store::{Bound, Call, Context, Keep};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 

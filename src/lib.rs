@@ -25,13 +25,14 @@
 //! - [`listener`]: the accept loop: connection cap with idle eviction, header timeout, graceful drain.
 //! - [`ledger`]: the bytes of store answers a search and the process hold, each bounded.
 //! - [`overlay`]: the machine-managed `runtime-stores.json` (or table) beside the config.
-//! - [`store`]: one [`store::Protocol`] per store type, the `mcp` type, and the shared HTTP call to a store.
+//! - [`store`]: one [`store::Protocol`] per store type, the `mcp` type, the shared HTTP call to a store,
+//!   and how a store entry is bound.
 //! - [`health`]: per-store call records and the circuit breaker that reads them.
 //! - [`render`]: the answer as compact text.
 //! - [`explain`]: why each hit is where it is, for a search that asks (`explain: true`).
 //! - [`oauth`]: the OAuth 2.1 resource server: access tokens checked against the issuer's keys.
 //! - [`metrics`]: the Prometheus families of `GET /metrics`: names, buckets, the exposition.
-//! - [`roster`]: the live set of stores (config + overlay) and each one's bind status.
+//! - [`roster`]: the live set of stores (config + overlay) and each one's status.
 //! - [`knobs`]: the live knobs, read once per search, changed by `/configure` and a reload.
 //! - [`federation`]: the one core both edges call: fan out, collect failures, fuse, answer.
 //! - [`reload`]: hot reload of the config file and the overlay.

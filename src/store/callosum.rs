@@ -4,7 +4,8 @@
 //! inner store, rank and score move into `metadata` as `origin_*`, so a hit fanned twice still says
 //! where it came from.
 
-use super::{Options, Protocol, StoreType, decode_hits};
+use super::decode::decode_hits;
+use super::protocol::{Context, Options, Protocol, Reach, StoreType};
 use crate::config::StoreKind;
 use crate::fusion::{Hit, Keep};
 use crate::metadata::{Fragment, Metadata, RawObject};
@@ -15,7 +16,7 @@ use std::borrow::Cow;
 pub const TYPE: StoreType = StoreType {
     name: StoreKind::Callosum.name(),
     options: &["search_path"],
-    reach: super::Reach::Http {
+    reach: Reach::Http {
         build,
         topics: false,
     },
@@ -54,7 +55,7 @@ struct InnerHit<'a> {
 }
 
 impl Protocol for Callosum {
-    fn request(&self, query: &str, n: usize, _context: &super::Context) -> Value {
+    fn request(&self, query: &str, n: usize, _context: &Context) -> Value {
         json!({"query": query, "n_results": n.clamp(1, MAX_N)})
     }
 

@@ -4,7 +4,8 @@
 //! each fact as one line a model can read, `key = value because why`, and keep Loci's score as the
 //! relevance the floor uses.
 
-use super::{Options, Protocol, StoreType, decode_hits, id_text, relevance_from_distance};
+use super::decode::{decode_hits, id_text, relevance_from_distance};
+use super::protocol::{Context, Options, Protocol, Reach, StoreType};
 use crate::config::StoreKind;
 use crate::fusion::{Hit, Keep};
 use crate::metadata::{Fragment, Metadata, Raw};
@@ -20,7 +21,7 @@ pub const TYPE: StoreType = StoreType {
         "include_fundamentals",
         "include_superseded",
     ],
-    reach: super::Reach::Http {
+    reach: Reach::Http {
         build,
         topics: false,
     },
@@ -65,7 +66,7 @@ struct Fact<'a> {
 }
 
 impl Protocol for Loci {
-    fn request(&self, query: &str, n: usize, _context: &super::Context) -> Value {
+    fn request(&self, query: &str, n: usize, _context: &Context) -> Value {
         let mut body = json!({
             "query": query,
             "n_results": n,

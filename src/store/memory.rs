@@ -4,7 +4,8 @@
 //! order, read `raw_distance` as the relevance the floor uses, and keep the store's score as
 //! provenance only.
 
-use super::{Options, Protocol, StoreType, decode_hits, id_text, relevance_from_distance};
+use super::decode::{decode_hits, id_text, relevance_from_distance};
+use super::protocol::{Context, Options, Protocol, Reach, StoreType, topic_search_path};
 use crate::config::StoreKind;
 use crate::fusion::{Episode, Hit, Keep, Satellites};
 use crate::metadata::{Fragment, Metadata, Raw, RawObject};
@@ -24,7 +25,7 @@ pub const TYPE: StoreType = StoreType {
         "with_surroundings",
         "topic_search_path",
     ],
-    reach: super::Reach::Http {
+    reach: Reach::Http {
         build,
         topics: true,
     },
@@ -43,7 +44,7 @@ struct Memory {
 }
 
 fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
-    super::topic_search_path(options.0)?;
+    topic_search_path(options.0)?;
     Ok(Box::new(Memory {
         include_short: options.flag("include_short", true)?,
         include_near: options.flag("include_near", true)?,
@@ -80,7 +81,7 @@ struct MemoryHit<'a> {
 }
 
 impl Protocol for Memory {
-    fn request(&self, query: &str, n: usize, context: &super::Context) -> Value {
+    fn request(&self, query: &str, n: usize, context: &Context) -> Value {
         json!({
             "query": query,
             "n_results": n.clamp(1, MAX_N),
@@ -405,7 +406,7 @@ mod tests {
 
     #[test]
     fn surroundings_are_asked_for_when_satellite_edges_are_on_unless_the_store_says() {
-        let on = super::super::Context { surroundings: true };
+        let on = Context { surroundings: true };
         let build_with = |options: Value| {
             let Value::Object(options) = options else {
                 unreachable!()

@@ -6,8 +6,9 @@
 //! a store that trickles or never ends its body is cut off like one that never answers. A request
 //! that meets a pooled connection the store has just closed is sent once more, inside that deadline.
 
-use super::{Call, Hit, Protocol};
+use super::protocol::{Call, Protocol};
 use crate::chain::Chain;
+use crate::fusion::Hit;
 use crate::ledger::{Hold, Over, Purse};
 use crate::secret::Secret;
 use crate::text::cut;

@@ -17,7 +17,7 @@ mod stdout;
 
 pub use client::{McpStore, Probe, ToolCheck};
 
-use super::{Options, Reach, StoreType};
+use super::protocol::{Options, Reach, StoreType};
 use crate::config::StoreKind;
 use map::{Mapping, Pointer, Template};
 use serde_json::{Map, Value};
