@@ -2,7 +2,7 @@
 //! read and checked. The config owns them, so the type lives here; `health` runs the breaker they
 //! set.
 
-use super::seconds;
+use super::range::seconds;
 use std::time::Duration;
 
 /// The breaker's settings (from the `federation:` block).

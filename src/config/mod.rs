@@ -9,161 +9,66 @@
 //! url are kept as [`Invalid`] so the roster can report them as skipped.
 //!
 //! The rooms: `file` (the YAML as written), `store` (one store entry, its name and url rules),
-//! `kind` (a store entry's type, by name: what each type does is `store`'s), `secret` (the `Secret`
-//! type and where a token comes from), `breaker` and `format` (the settings `health` and the MCP
-//! `search` tool run on). This module puts them together with the environment, and owns the
-//! environment's rules (a blank variable is no override).
+//! `kind` (a store entry's type, by name: what each type does is `store`'s), `secret` (where a
+//! token comes from), `server` and `federation` (those blocks, checked; `server` with its
+//! environment overrides and the inbound token), `breaker` and `format` (the settings `health` and
+//! the MCP `search` tool run on), `range` (a number against its range), `env` (the environment and
+//! its rule that a blank variable is no override), `location` (where the file and the overlay
+//! are), `exposure` (how exposed a bind is), `error` (why a load failed). This module puts them
+//! together: it loads, reloads and compares a `Config`, and reads a store's token for the roster.
 //!
 //! It does not read the runtime overlay (see `overlay`) and does not bind stores (see `roster`).
 
 mod breaker;
+mod env;
+mod error;
+mod exposure;
+mod federation;
 mod file;
 mod format;
 mod kind;
 mod knob;
+mod location;
 mod oauth;
+mod range;
 mod scalar;
 mod secret;
+mod server;
 mod store;
 #[cfg(test)]
 mod tests;
 pub mod trust;
 
+pub use crate::limits::{DEFAULT_MAX_STORES, MAX_MAX_STORES};
 pub use crate::secret::Secret;
 pub use breaker::BreakerSettings;
+pub use env::Env;
+pub use error::ConfigError;
+pub use exposure::{Exposure, is_loopback};
+pub use federation::Federation;
 pub use format::TextFormat;
 pub use kind::{EntryKind, StoreKind, TypeRules};
+pub use knob::{
+    Given, Knob, KnobSeed, Knobs, Override, Reader, Rule, Shaping, TABLE, knob, listed, read_entry,
+    read_knobs, supported,
+};
+pub use location::{
+    FILE_NAME, OVERLAY_FILE_NAME, named_by, overlay_path, platform_path, resolve_path,
+};
+pub use oauth::{OAuth, PROTECTED_RESOURCE_PATH};
 pub use secret::{Missing, Pointers};
+pub use server::{Server, Tls, TokenSource};
 pub use store::{
     Endpoint, Invalid, Program, RawStoreEntry, StoreEntry, StoreUrl, check_name, weight_and_floor,
 };
 
 use crate::keychain::{Keychain, Pointer};
 use crate::limits::MAX_CONFIG_BYTES;
-use file::{FileFederation, FileServer};
-pub use knob::{
-    Given, Knob, KnobSeed, Knobs, Override, Reader, Rule, Shaping, TABLE, knob, listed, read_entry,
-    read_knobs, supported,
-};
-pub use oauth::{OAuth, PROTECTED_RESOURCE_PATH};
-use std::fmt;
+use location::check_overlay_url;
+use server::{apply_env, resolve_inbound};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
-use store::{checked_seconds, non_blank};
-
-/// The file name looked for in the working directory and in the platform config dir.
-pub const FILE_NAME: &str = "seren-corpus-callosum.yaml";
-pub use crate::limits::{DEFAULT_MAX_STORES, MAX_MAX_STORES};
-/// The overlay's file name, beside the config file.
-pub const OVERLAY_FILE_NAME: &str = "runtime-stores.json";
-
-/// Why the configuration could not be loaded. Every message names where the problem is.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file exists but could not be read.
-    #[error("config file {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    /// The file is larger than any config file ([`MAX_CONFIG_BYTES`]); it was not read past that.
-    #[error(
-        "config file {path}: larger than the {} MiB cap on a config file (MAX_CONFIG_BYTES); not read",
-        MAX_CONFIG_BYTES / (1024 * 1024)
-    )]
-    TooLarge { path: PathBuf },
-    /// The file is not YAML of the expected shape (serde_yaml names the key, line and column).
-    #[error("config file {path}: {message}")]
-    Parse { path: PathBuf, message: String },
-    /// Values parsed but are out of range: every one of them, one message each.
-    #[error("config file {path}: {}", Problems(.messages))]
-    Invalid {
-        path: PathBuf,
-        messages: Vec<String>,
-    },
-    /// An environment override does not hold a usable value.
-    #[error("environment variable {name}: {message}")]
-    Env { name: &'static str, message: String },
-    /// A config file someone named (`--config`, `SEREN_SCC_CONFIG`) is not there: a typo until
-    /// proven otherwise, not an empty federation.
-    #[error(
-        "config file {path} does not exist ({named_by} names it); check the path, or write a \
-         starter file there with `seren-corpus-callosum init -c {path}`"
-    )]
-    Missing {
-        path: PathBuf,
-        named_by: &'static str,
-    },
-}
-
-/// One problem as a sentence; several as a list.
-struct Problems<'a>(&'a [String]);
-
-impl fmt::Display for Problems<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            [one] => f.write_str(one),
-            all => {
-                write!(f, "{} problems", all.len())?;
-                for problem in all {
-                    write!(f, "\n  - {problem}")?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-/// The environment a configuration is read with: the process's, or one a test brings. A variable
-/// set to nothing (an unset template variable, `FOO=` in a unit file) reads as unset: it is no
-/// override, and it never turns auth off.
-#[derive(Clone)]
-pub struct Env(Arc<Lookup>);
-
-/// How an [`Env`] finds a variable.
-type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
-
-impl Env {
-    /// The process's environment.
-    pub fn process() -> Self {
-        Self::from_fn(|name| std::env::var(name).ok())
-    }
-
-    /// No variables at all.
-    pub fn none() -> Self {
-        Self::from_fn(|_| None)
-    }
-
-    /// These variables and no others.
-    pub fn of(pairs: &[(&str, &str)]) -> Self {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Self::from_fn(move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        })
-    }
-
-    pub fn from_fn(lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
-        Self(Arc::new(lookup))
-    }
-
-    /// A variable's value, `None` when it is unset or blank.
-    pub fn var(&self, name: &str) -> Option<String> {
-        (self.0)(name).filter(|value| !value.trim().is_empty())
-    }
-}
-
-impl fmt::Debug for Env {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Env(..)")
-    }
-}
+use store::non_blank;
 
 /// Everything the service needs to start, checked.
 #[derive(Debug, Clone)]
@@ -196,154 +101,9 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
-/// The `server:` block.
-#[derive(Debug, Clone)]
-pub struct Server {
-    pub host: String,
-    pub port: u16,
-    /// The inbound bearer token; `None` means no auth (unless `token_error` is set).
-    pub token: Option<Secret>,
-    /// Why the inbound token the configuration asks for could not be had (a keychain entry that
-    /// cannot be read, an unset variable). Nothing may serve HTTP then: `serve` exits 78, and a
-    /// router built anyway refuses every gated request.
-    pub token_error: Option<String>,
-    /// Where the inbound token comes from (never the token).
-    pub token_source: TokenSource,
-    pub allow_open_lan: bool,
-    /// `GET /metrics` needs no token (it is gated like every other route unless this is set).
-    pub public_metrics: bool,
-    /// Extra `Host` names every route but `GET /health` accepts besides loopback names, the bound
-    /// address and IP literals (a proxy's or a LAN name); `*` turns the check off.
-    pub allowed_hosts: Vec<String>,
-    /// Web origins (`scheme://host[:port]`, lower case) allowed to call gated routes from a
-    /// browser, with CORS; empty means none but the listener's own.
-    pub allowed_origins: Vec<String>,
-    /// Open connections held at once; more are closed as they arrive.
-    pub max_connections: usize,
-    /// Requests handled at once; more are answered 503 at once.
-    pub max_in_flight: usize,
-    /// How long a connection may take to send a request's headers (and may sit idle between
-    /// requests) before it is closed.
-    pub header_timeout: Duration,
-    /// How the MCP `search` tool writes its text block when the call does not say.
-    pub mcp_format: TextFormat,
-    /// One line per request at info (`server.access_log`, default on).
-    pub access_log: bool,
-    /// The config file and the runtime overlay are looked at for changes (`server.watch`, default
-    /// on); off, only `SIGHUP` reloads the config, and the overlay is read again before each
-    /// change this process makes.
-    pub watch: bool,
-    /// The request line of a search also carries its query (`server.log_queries`, default off:
-    /// a query is what a person asked).
-    pub log_queries: bool,
-    /// The authorization server whose access tokens are taken beside the static token
-    /// (`server.oauth`, contract §6b).
-    pub oauth: Option<OAuth>,
-}
-
-/// Where the inbound token comes from, as `check` and `GET /knobs` may say it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenSource {
-    None,
-    Inline,
-    Keychain(Pointer),
-    Env(String),
-}
-
-/// The `tls:` block.
-#[derive(Debug, Clone, Default)]
-pub struct Tls {
-    /// Outbound TLS to stores also trusts the operating system's certificate store.
-    pub trust_system_store: bool,
-}
-
-/// The `federation:` block.
-#[derive(Debug, Clone)]
-pub struct Federation {
-    /// The knobs as the file sets them (the table's defaults for those it does not): the RRF
-    /// settings and how the fused list is shaped into the packet a model reads (pages, quota,
-    /// authority, edges, hops). The defaults are plain RRF.
-    pub knobs: Knobs,
-    /// The per-store circuit breaker.
-    pub breaker: BreakerSettings,
-    /// The most stores the roster holds (config and overlay together); more are skipped, and a
-    /// run-time add is refused.
-    pub max_stores: usize,
-    /// The config file's stores, in file order.
-    pub stores: Vec<Result<StoreEntry, Invalid>>,
-}
-
-/// Picks the config file: `--config`, else `$SEREN_SCC_CONFIG`, else `./seren-corpus-callosum.yaml`
-/// when it exists, else the platform config dir's file. When neither file exists the platform path
-/// is used, so that the overlay of a service started from any working directory (an MCP host spawns
-/// us wherever it likes) lands in one stable place.
-pub fn resolve_path(explicit: Option<&Path>, env: &Env) -> PathBuf {
-    if let Some(path) = explicit {
-        return expand_home(path);
-    }
-    if let Some(path) = env.var("SEREN_SCC_CONFIG") {
-        return expand_home(Path::new(path.trim()));
-    }
-    let local = PathBuf::from(FILE_NAME);
-    if local.exists() {
-        return local;
-    }
-    platform_path()
-}
-
-/// The platform config dir's file (`~/.config/seren-corpus-callosum/seren-corpus-callosum.yaml`
-/// on Linux), else the working directory's: where `init` writes when nobody names a path.
-pub fn platform_path() -> PathBuf {
-    match directories::ProjectDirs::from("", "", "seren-corpus-callosum") {
-        Some(dirs) => dirs.config_dir().join(FILE_NAME),
-        None => PathBuf::from(FILE_NAME),
-    }
-}
-
-/// Who named the config file, when someone did: `--config`, else `SEREN_SCC_CONFIG`.
-pub fn named_by(explicit: Option<&Path>, env: &Env) -> Option<&'static str> {
-    if explicit.is_some() {
-        Some("--config")
-    } else if env.var("SEREN_SCC_CONFIG").is_some() {
-        Some("SEREN_SCC_CONFIG")
-    } else {
-        None
-    }
-}
-
 /// The commented starter config `init` writes: every store example commented out, so it loads
 /// as a valid federation of no stores.
 pub const STARTER: &str = include_str!("starter.yaml");
-
-fn expand_home(path: &Path) -> PathBuf {
-    if let Ok(rest) = path.strip_prefix("~")
-        && let Some(dirs) = directories::BaseDirs::new()
-    {
-        return dirs.home_dir().join(rest);
-    }
-    path.to_path_buf()
-}
-
-/// Checks a PostgreSQL overlay url: `postgres://` or `postgresql://`, one this build can use.
-/// Worded without the url (it may hold a password).
-fn check_overlay_url(url: &str) -> Result<Option<Secret>, String> {
-    let url = url.trim();
-    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-        return Err("expected a postgres:// or postgresql:// url".into());
-    }
-    #[cfg(feature = "postgres")]
-    {
-        let config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
-            format!("not a PostgreSQL url this client reads: {e}")
-        })?;
-        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-            return Err("sslmode=require is not supported: this build connects without TLS (use a TLS tunnel to a remote server, or sslmode=disable on a private network)".into());
-        }
-        Ok(Secret::new(url))
-    }
-    #[cfg(not(feature = "postgres"))]
-    Err("this build has no PostgreSQL overlay (it was built without the `postgres` feature)".into())
-}
 
 impl Config {
     /// Where the overlay lives, as logs and `GET /knobs` may show it: the file's path, or the
@@ -355,27 +115,6 @@ impl Config {
                 .map_or_else(|_| "postgres://***".to_owned(), |url| store::shown(&url)),
         }
     }
-}
-
-/// Where the overlay lives: `$SEREN_SCC_RUNTIME_STORES`, else beside the config path.
-pub fn overlay_path(config_path: &Path, env: &Env) -> PathBuf {
-    if let Some(path) = env.var("SEREN_SCC_RUNTIME_STORES") {
-        return expand_home(Path::new(path.trim()));
-    }
-    match config_path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.join(OVERLAY_FILE_NAME),
-        _ => PathBuf::from(OVERLAY_FILE_NAME),
-    }
-}
-
-/// The inbound token's pointers as the file and the environment name them, before they are read.
-#[derive(Default)]
-struct Asked {
-    inline: Option<String>,
-    keychain: Option<String>,
-    env: Option<String>,
-    /// Which keychain backend (`server.keyring`).
-    backend: Option<String>,
 }
 
 impl Config {
@@ -506,9 +245,9 @@ impl Config {
             message,
         })?;
         let mut problems = Vec::new();
-        let federation = read_federation(file.federation, path, &mut problems, &mut warnings);
+        let federation = federation::read(file.federation, path, &mut problems, &mut warnings);
         let mut overlay_url = file.server.overlay_url.clone();
-        let (mut server, mut asked) = read_server(file.server, path, &mut problems, &mut warnings);
+        let (mut server, mut asked) = server::read(file.server, path, &mut problems, &mut warnings);
         let mut tls = Tls {
             trust_system_store: file.tls.trust_system_store.is_some_and(|f| f.0),
         };
@@ -726,363 +465,4 @@ fn read_capped(path: &Path) -> Result<Option<String>, ConfigError> {
     String::from_utf8(bytes)
         .map(Some)
         .map_err(|e| failed(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
-}
-
-/// Checks a number against a range, naming the key when it is out of it.
-fn within<T: PartialOrd + fmt::Display + Copy>(
-    key: &str,
-    value: T,
-    range: std::ops::RangeInclusive<T>,
-    problems: &mut Vec<String>,
-) -> T {
-    if !range.contains(&value) {
-        problems.push(format!(
-            "{key} must be within {}..={}, got {value}",
-            range.start(),
-            range.end()
-        ));
-    }
-    value
-}
-
-/// Seconds read as a duration by the one rule ([`store::checked_seconds`]), or the default (and a
-/// problem naming `key`) when out of its range.
-fn seconds(
-    key: &str,
-    value: Option<f64>,
-    default: Duration,
-    problems: &mut Vec<String>,
-) -> Duration {
-    match value {
-        None => default,
-        Some(s) => checked_seconds(s).unwrap_or_else(|why| {
-            problems.push(format!("{key} {why}"));
-            default
-        }),
-    }
-}
-
-/// The `federation:` block, checked; every problem is noted, the defaults stand in for them.
-fn read_federation(
-    f: FileFederation,
-    path: &Path,
-    problems: &mut Vec<String>,
-    warnings: &mut Vec<String>,
-) -> Federation {
-    let knobs = read_knobs(&f.knobs, &Knobs::default(), "federation.", problems);
-    let breaker = breaker::read(
-        f.breaker_failures,
-        (f.breaker_cooldown_s, f.breaker_max_cooldown_s),
-        problems,
-    );
-    let max_stores = within(
-        "federation.max_stores",
-        f.max_stores.unwrap_or(DEFAULT_MAX_STORES),
-        1..=MAX_MAX_STORES,
-        problems,
-    );
-    let stores = read_stores(f.stores.unwrap_or_default(), path, problems, warnings);
-    if stores.len() > max_stores {
-        warnings.push(format!(
-            "{}: {} stores but federation.max_stores is {max_stores}: the ones past it are skipped",
-            path.display(),
-            stores.len()
-        ));
-    }
-    Federation {
-        knobs,
-        breaker,
-        max_stores,
-        stores,
-    }
-}
-
-/// The file's store entries, in order: each checked, and warned about for what it holds that its
-/// type does not read.
-fn read_stores(
-    raw: Vec<RawStoreEntry>,
-    path: &Path,
-    problems: &mut Vec<String>,
-    warnings: &mut Vec<String>,
-) -> Vec<Result<StoreEntry, Invalid>> {
-    let mut stores = Vec::new();
-    for (i, raw) in raw.into_iter().enumerate() {
-        let place = format!("federation.stores[{i}]");
-        for key in &raw.dropped {
-            warnings.push(format!("{}: {place}: '{key}' ignored", path.display()));
-        }
-        let entry = match raw.check(&place) {
-            Ok(entry) => entry,
-            Err(problem) => {
-                problems.push(problem);
-                continue;
-            }
-        };
-        if let Ok(entry) = &entry
-            && let EntryKind::Known(kind) = entry.kind
-        {
-            if let Err(why) = kind.check_options(&entry.options) {
-                problems.push(format!("store '{}': {why}", entry.name));
-                continue;
-            }
-            let known = kind.options();
-            for key in entry
-                .options
-                .keys()
-                .filter(|k| !known.contains(&k.as_str()))
-            {
-                warnings.push(format!(
-                    "{}: {place} ('{}'): '{key}' is not a setting of {} stores; ignored",
-                    path.display(),
-                    entry.name,
-                    entry.kind
-                ));
-            }
-        }
-        stores.push(entry);
-    }
-    stores
-}
-
-/// The `server:` block, checked, and the inbound token's pointers as the file names them.
-fn read_server(
-    s: FileServer,
-    path: &Path,
-    problems: &mut Vec<String>,
-    warnings: &mut Vec<String>,
-) -> (Server, Asked) {
-    if s.mcp_allowed_hosts.is_some() {
-        warnings.push(format!(
-            "{}: server.mcp_allowed_hosts is now server.allowed_hosts (it guards every route, not only /mcp); read as such",
-            path.display()
-        ));
-    }
-    let allowed_origins = check_origins(s.allowed_origins.iter().flatten().map(String::as_str))
-        .unwrap_or_else(|why| {
-            problems.push(format!("server.allowed_origins: {why}"));
-            Vec::new()
-        });
-    let server = Server {
-        host: non_blank(&s.host).unwrap_or("127.0.0.1").to_owned(),
-        port: s.port.unwrap_or(7423),
-        token: None,
-        token_error: None,
-        token_source: TokenSource::None,
-        allow_open_lan: s.allow_open_lan.is_some_and(|f| f.0),
-        public_metrics: s.public_metrics.is_some_and(|f| f.0),
-        allowed_hosts: allowed_hosts(s.allowed_hosts, s.mcp_allowed_hosts),
-        allowed_origins,
-        max_connections: server_cap(
-            "server.max_connections",
-            s.max_connections,
-            crate::limits::DEFAULT_MAX_CONNECTIONS,
-            problems,
-        ),
-        max_in_flight: server_cap(
-            "server.max_in_flight",
-            s.max_in_flight,
-            crate::limits::DEFAULT_MAX_IN_FLIGHT,
-            problems,
-        ),
-        header_timeout: header_timeout(s.header_timeout_s, problems),
-        mcp_format: format::read(s.mcp_format.as_deref(), problems),
-        access_log: s.access_log.is_none_or(|f| f.0),
-        watch: s.watch.is_none_or(|f| f.0),
-        log_queries: s.log_queries.is_some_and(|f| f.0),
-        oauth: s.oauth.and_then(|block| oauth::read(block, problems)),
-    };
-    let asked = Asked {
-        inline: s.bearer_token,
-        keychain: s.bearer_token_keyring,
-        env: s.bearer_token_env,
-        backend: s.keyring,
-    };
-    (server, asked)
-}
-
-/// `server.allowed_hosts`, and what the old name (`mcp_allowed_hosts`) lists after it: trimmed,
-/// blanks dropped.
-fn allowed_hosts(hosts: Option<Vec<String>>, old_name: Option<Vec<String>>) -> Vec<String> {
-    (hosts.into_iter().chain(old_name).flatten())
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .collect()
-}
-
-/// A `server:` cap (connections, requests in flight): 1..=`MAX_SERVER_CAP`, `default` when absent.
-fn server_cap(
-    key: &str,
-    value: Option<usize>,
-    default: usize,
-    problems: &mut Vec<String>,
-) -> usize {
-    within(
-        key,
-        value.unwrap_or(default),
-        1..=crate::limits::MAX_SERVER_CAP,
-        problems,
-    )
-}
-
-/// `server.header_timeout_s` by the one duration rule, `DEFAULT_HEADER_TIMEOUT` when absent.
-fn header_timeout(seconds_given: Option<f64>, problems: &mut Vec<String>) -> Duration {
-    seconds(
-        "server.header_timeout_s",
-        Some(seconds_given.unwrap_or(crate::limits::DEFAULT_HEADER_TIMEOUT.as_secs_f64())),
-        crate::limits::DEFAULT_HEADER_TIMEOUT,
-        problems,
-    )
-}
-
-/// The `SEREN_SCC_*` overrides: later wins over the file; a bad value stops the start naming the
-/// variable.
-fn apply_env(
-    env: &Env,
-    server: &mut Server,
-    tls: &mut Tls,
-    asked: &mut Asked,
-) -> Result<(), ConfigError> {
-    if let Some(host) = env.var("SEREN_SCC_HOST") {
-        server.host = host.trim().to_owned();
-    }
-    if let Some(port) = env.var("SEREN_SCC_PORT") {
-        server.port = port.trim().parse().map_err(|_| ConfigError::Env {
-            name: "SEREN_SCC_PORT",
-            message: format!("expected a port number 0..=65535, got {port:?}"),
-        })?;
-    }
-    if let Some(hosts) = env
-        .var("SEREN_SCC_ALLOWED_HOSTS")
-        .or_else(|| env.var("SEREN_SCC_MCP_ALLOWED_HOSTS"))
-    {
-        server.allowed_hosts = comma_list(&hosts);
-    }
-    if let Some(origins) = env.var("SEREN_SCC_ALLOWED_ORIGINS") {
-        server.allowed_origins = check_origins(comma_list(&origins).iter().map(String::as_str))
-            .map_err(|message| ConfigError::Env {
-                name: "SEREN_SCC_ALLOWED_ORIGINS",
-                message,
-            })?;
-    }
-    for (name, target) in [
-        ("SEREN_SCC_BEARER_TOKEN", &mut asked.inline),
-        ("SEREN_SCC_BEARER_TOKEN_KEYRING", &mut asked.keychain),
-        ("SEREN_SCC_BEARER_TOKEN_ENV", &mut asked.env),
-        ("SEREN_SCC_KEYRING", &mut asked.backend),
-    ] {
-        if let Some(value) = env.var(name) {
-            *target = Some(value);
-        }
-    }
-    for (name, target) in [
-        ("SEREN_SCC_ALLOW_OPEN_LAN", &mut server.allow_open_lan),
-        ("SEREN_SCC_PUBLIC_METRICS", &mut server.public_metrics),
-        ("SEREN_SCC_TRUST_SYSTEM_STORE", &mut tls.trust_system_store),
-    ] {
-        if let Some(value) = env.var(name) {
-            *target = scalar::parse_flag(&value).ok_or_else(|| ConfigError::Env {
-                name,
-                message: format!("expected 1/true/yes/on or 0/false/no/off, got {value:?}"),
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// Reads the inbound token the file and the environment ask for, by the one rule of
-/// [`secret::resolve`]. A token that cannot be had is `token_error`, never "no auth".
-fn resolve_inbound(
-    server: &mut Server,
-    asked: &Asked,
-    pointer: Option<Pointer>,
-    keychain: &Keychain,
-    env: &Env,
-) {
-    let inline = match non_blank(&asked.inline).map(Secret::bearer) {
-        Some(Err(why)) => {
-            server.token_source = TokenSource::Inline;
-            server.token_error = Some(format!("server.bearer_token {why}"));
-            return;
-        }
-        Some(Ok(token)) => token,
-        None => None,
-    };
-    let env_name = non_blank(&asked.env);
-    server.token_source = match (&inline, &pointer, env_name) {
-        (Some(_), _, _) => TokenSource::Inline,
-        (None, Some(pointer), _) => TokenSource::Keychain(pointer.clone()),
-        (None, None, Some(name)) => TokenSource::Env(name.to_owned()),
-        (None, None, None) => TokenSource::None,
-    };
-    let pointers = Pointers {
-        inline: inline.as_ref(),
-        keychain: pointer.as_ref(),
-        env: env_name,
-    };
-    match secret::resolve(pointers, keychain, env) {
-        Ok(token) => server.token = token,
-        Err(missing) => {
-            server.token_error = Some(match missing {
-                Missing::Keychain(e) => format!("server.bearer_token_keyring: {e}"),
-                Missing::EnvUnset(name) => {
-                    format!("server.bearer_token_env names {name}, which is not set")
-                }
-                Missing::EnvUnfit { name, why } => format!("server.bearer_token_env {name} {why}"),
-            });
-        }
-    }
-}
-
-/// Splits a comma-separated list, dropping blanks.
-fn comma_list(text: &str) -> Vec<String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Checks and normalizes configured web origins.
-fn check_origins<'a>(origins: impl Iterator<Item = &'a str>) -> Result<Vec<String>, String> {
-    origins
-        .filter(|o| !o.trim().is_empty())
-        .map(crate::hosts::check_origin_setting)
-        .collect()
-}
-
-/// Reads a `server.host` as loopback when it is `localhost`, `::1` or any `127.*` address.
-pub fn is_loopback(host: &str) -> bool {
-    let host = crate::hosts::host_of(host);
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// How exposed a bind is, and whether the service may start on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exposure {
-    /// Loopback: this machine only.
-    Loopback,
-    /// Open to the network, behind a token (the static one, or the authorization server's).
-    Guarded,
-    /// Open to the network with no token, because the operator said so.
-    OpenByChoice,
-    /// Open to the network with no token, and nobody said so: refuse to start.
-    Refused,
-}
-
-impl Server {
-    /// Decides how exposed this bind is (§6 of the contract).
-    pub fn exposure(&self) -> Exposure {
-        if is_loopback(&self.host) {
-            Exposure::Loopback
-        } else if self.token.is_some() || self.oauth.is_some() {
-            Exposure::Guarded
-        } else if self.allow_open_lan {
-            Exposure::OpenByChoice
-        } else {
-            Exposure::Refused
-        }
-    }
 }

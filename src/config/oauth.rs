@@ -1,6 +1,7 @@
 //! `server.oauth`: the authorization server whose access tokens this service takes (contract §6b),
 //! checked into [`OAuth`]. Only the settings; verifying a token is `crate::oauth`'s.
 
+use super::exposure::is_loopback;
 use serde::Deserialize;
 use url::Url;
 
@@ -107,7 +108,7 @@ fn endpoint(key: &str, text: &str, problems: &mut Vec<String>) -> Option<Url> {
             return None;
         }
     };
-    let loopback = url.host_str().is_some_and(super::is_loopback);
+    let loopback = url.host_str().is_some_and(is_loopback);
     let fine = match url.scheme() {
         "https" => url.host_str().is_some(),
         "http" => loopback,

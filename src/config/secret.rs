@@ -1,7 +1,7 @@
 //! The one rule for where a token comes from (inline, then the OS keychain, then a named
 //! variable, failing closed), for the inbound token and every store's alike.
 
-use super::Env;
+use super::env::Env;
 use crate::keychain::{Keychain, KeychainError, Pointer};
 use crate::secret::Secret;
 

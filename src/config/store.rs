@@ -1,11 +1,11 @@
 //! One store entry: as written (a hand-written `Deserialize` that keeps line numbers and puts
 //! unknown keys in `options`), and checked (the one name rule, the one url rule, the ranges).
 
-use super::Secret;
 use super::kind::{EntryKind, StoreKind};
 use super::scalar::{Flag, Scalar};
 use crate::keychain::Pointer;
 use crate::limits::MAX_DESCRIPTION_CHARS;
+use crate::secret::Secret;
 use crate::text::escaped;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -576,7 +576,7 @@ pub(super) fn non_blank(value: &Option<String>) -> Option<&str> {
 }
 
 /// The one duration rule, for every `*_s` setting (a store's `timeout_s` here, the
-/// `federation:` and `server:` ones and `POST /configure` through `config::seconds`): a finite
+/// `federation:` and `server:` ones and `POST /configure` through `range.rs`'s `seconds`): a finite
 /// number of seconds within `MIN_SECONDS..=MAX_SECONDS` (see `limits`), so no value rounds to a
 /// zero `Duration`.
 pub(super) fn checked_seconds(seconds: f64) -> Result<Duration, String> {

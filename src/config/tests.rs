@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::keychain::Pointer;
+use std::time::Duration;
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
     Config::parse(
