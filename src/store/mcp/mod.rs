@@ -5,17 +5,20 @@
 //! `{pointer}` templates, pure), [`client`] keeps the session (a spawned server over stdio, or a
 //! server over streamable HTTP), and [`preset`] holds the mappings of servers we know.
 //!
-//! [`Spec`] is the checked form of an entry's mapping keys. The config file checks it at load,
-//! so a bad pointer stops the start naming the store and the key; `POST /stores` checks it too.
+//! [`Spec`] (`spec.rs`) is the checked form of an entry's mapping keys; this module reads an
+//! entry's keys into one, over the preset it names. The config file checks it at load, so a bad
+//! pointer stops the start naming the store and the key; `POST /stores` checks it too.
 
 pub mod client;
 pub mod http;
 pub mod map;
 pub mod preset;
 pub mod shape;
+mod spec;
 mod stdout;
 
 pub use client::{McpStore, Probe, ToolCheck};
+pub use spec::Spec;
 
 use super::protocol::{Options, Reach, StoreType};
 use crate::config::StoreKind;
@@ -43,25 +46,6 @@ pub const TYPE: StoreType = StoreType {
     reach: Reach::Mcp,
 };
 
-/// How one `mcp` store is asked and read.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Spec {
-    /// The tool to call.
-    pub tool: String,
-    /// The argument that takes the query.
-    pub query_arg: String,
-    /// Whether the query goes as a list of one (chroma-mcp's `query_texts: [query]`).
-    pub query_list: bool,
-    /// The argument that takes the number of hits wanted, if the tool takes one.
-    pub limit_arg: Option<String>,
-    /// The most the tool accepts in `limit_arg` (SerenMemory's `recall` refuses more than 50).
-    pub limit_max: Option<usize>,
-    /// Fixed extra arguments, under the query and the limit.
-    pub arguments: Map<String, Value>,
-    /// How the result becomes hits.
-    pub mapping: Mapping,
-}
-
 impl Spec {
     /// Reads an entry's mapping keys (its `options`), a preset's defaults under them. An error
     /// names the key and what is wrong with it.
@@ -83,21 +67,6 @@ impl Spec {
             arguments: given.arguments()?,
             mapping: given.mapping()?,
         })
-    }
-
-    /// The tool's arguments for one search: the fixed ones, then the query, then the limit.
-    pub fn arguments(&self, query: &str, n: usize) -> Map<String, Value> {
-        let mut arguments = self.arguments.clone();
-        let query = match self.query_list {
-            true => Value::Array(vec![query.into()]),
-            false => query.into(),
-        };
-        arguments.insert(self.query_arg.clone(), query);
-        if let Some(limit) = &self.limit_arg {
-            let n = self.limit_max.map_or(n, |max| n.min(max)).max(1);
-            arguments.insert(limit.clone(), n.into());
-        }
-        arguments
     }
 }
 
