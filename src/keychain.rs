@@ -14,60 +14,22 @@
 //! overlay (mode 0600), unless the operator named `keyutils` explicitly.
 //!
 //! Every call blocks (D-Bus, the kernel, a system API): async callers run it on a blocking thread.
-//! Messages name the pointer and the reason, never the secret.
+//! Messages name the pointer and the reason, never the secret. What an entry is (its pointer, the
+//! `Store` a backend is, the errors) is `keychain/entry.rs`'s; this module opens a backend and
+//! keeps what was read.
 
-use crate::secret::Secret;
-use std::collections::HashMap;
-
+mod entry;
 #[cfg(any(target_os = "macos", all(test, unix)))]
 mod login;
+
+pub use entry::{KeychainError, Pointer, SERVICE, Store};
+
+use crate::secret::Secret;
+#[cfg(not(target_os = "macos"))]
+use entry::usable;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// The service name the callosum files its own tokens under (`seren-corpus-callosum/<store>`).
-pub const SERVICE: &str = "seren-corpus-callosum";
-
-/// A keychain entry's name: `service/user`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Pointer {
-    pub service: String,
-    pub user: String,
-}
-
-impl Pointer {
-    /// Reads `"service/user"`; both parts must be non-empty.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text.trim().split_once('/') {
-            Some((service, user)) if !service.trim().is_empty() && !user.trim().is_empty() => {
-                Ok(Self {
-                    service: service.trim().to_owned(),
-                    user: user.trim().to_owned(),
-                })
-            }
-            // The value is not quoted: a token pasted here by mistake must not reach a message.
-            _ => Err("is not a keychain entry; write \"service/user\"".into()),
-        }
-    }
-
-    /// The entry the callosum keeps a run-time store's token in.
-    pub fn for_store(name: &str) -> Self {
-        Self {
-            service: SERVICE.to_owned(),
-            user: name.to_owned(),
-        }
-    }
-
-    /// Whether the callosum made this entry (and may delete it with its store).
-    pub fn is_ours(&self, store: &str) -> bool {
-        self.service == SERVICE && self.user == store
-    }
-}
-
-impl fmt::Display for Pointer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.service, self.user)
-    }
-}
 
 /// Which backend to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,31 +63,6 @@ impl Backend {
             }
         })
     }
-}
-
-/// Why a keychain call failed, in words that name no secret.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KeychainError {
-    /// No backend could be opened.
-    #[error("no keychain is available ({0})")]
-    Unavailable(String),
-    /// The entry does not exist.
-    #[error("keychain entry '{0}' not found")]
-    NotFound(Pointer),
-    /// The backend refused or failed.
-    #[error("keychain entry '{pointer}': {why}")]
-    Failed { pointer: Pointer, why: String },
-}
-
-/// Where keychain entries live. The OS keychain in the service; tests may bring their own.
-pub trait Store: Send + Sync {
-    fn get(&self, pointer: &Pointer) -> Result<Secret, KeychainError>;
-    fn set(&self, pointer: &Pointer, secret: &Secret) -> Result<(), KeychainError>;
-    fn delete(&self, pointer: &Pointer) -> Result<(), KeychainError>;
-    /// Whether entries survive a reboot (tokens added at run time are written only then).
-    fn persistent(&self) -> bool;
-    /// The backend's name, for logs and `check`.
-    fn name(&self) -> &'static str;
 }
 
 /// The keychain handle the configuration carries: a backend opened on first use, and the tokens
@@ -435,7 +372,8 @@ impl Store for Os {
 /// callosum's own.
 #[cfg(target_os = "linux")]
 mod kernel {
-    use super::{KeychainError, Pointer, Secret, Store};
+    use super::entry::{KeychainError, Pointer, Store, usable};
+    use crate::secret::Secret;
     use linux_keyutils::{KeyError, KeyRing, KeyRingIdentifier};
 
     pub struct UserKeyring;
@@ -468,7 +406,7 @@ mod kernel {
                 pointer: pointer.clone(),
                 why: "the stored value is not UTF-8 text".into(),
             })?;
-            super::usable(pointer, text)
+            usable(pointer, text)
         }
 
         fn set(&self, pointer: &Pointer, secret: &Secret) -> Result<(), KeychainError> {
@@ -493,17 +431,6 @@ mod kernel {
             "kernel keyring (keyutils, @u)"
         }
     }
-}
-
-/// A token read from a keychain entry, checked as any bearer token is.
-fn usable(pointer: &Pointer, text: String) -> Result<Secret, KeychainError> {
-    let failed = |why: String| KeychainError::Failed {
-        pointer: pointer.clone(),
-        why,
-    };
-    Secret::bearer(text)
-        .map_err(failed)?
-        .ok_or_else(|| failed("the entry is empty".into()))
 }
 
 #[cfg(not(target_os = "macos"))]

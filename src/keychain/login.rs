@@ -12,7 +12,7 @@
 //! Compiled on every Unix under test: the tests drive a stand-in `security` that keeps the CLI's
 //! words and exit codes, since no Mac is at hand.
 
-use super::{KeychainError, Pointer, Store};
+use super::entry::{KeychainError, Pointer, Store, usable};
 use crate::secret::Secret;
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -172,7 +172,7 @@ impl Store for LoginKeychain {
                 })?;
                 // `-w` ends the password with one newline of its own.
                 let text = text.strip_suffix('\n').unwrap_or(&text).to_owned();
-                super::usable(pointer, text)
+                usable(pointer, text)
             }
             Some(NOT_FOUND) => Err(KeychainError::NotFound(pointer.clone())),
             _ => Err(KeychainError::Failed {

@@ -9,7 +9,7 @@
 //! listens, so nothing written meanwhile is missed. Connections are plain TCP (`NoTls`): reach a
 //! remote server through a TLS tunnel, or on a private network.
 
-use super::Row;
+use super::row::{Row, rows};
 use crate::limits::OVERLAY_LOCK_WAIT;
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -184,7 +184,7 @@ async fn select(client: &Client) -> Result<Vec<Row>, String> {
         .map_err(|e| words(&e))?;
     let text: String = row.get(0);
     match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Array(entries)) => Ok(super::rows(entries)),
+        Ok(Value::Array(entries)) => Ok(rows(entries)),
         _ => Err("the table's entries are not a JSON array".into()),
     }
 }

@@ -11,7 +11,7 @@
 //! one, and `metadata.source` says which kind. On a page each must fit what is left.
 
 use super::page::{row_cost, spend};
-use super::{Row, Seen};
+use super::row::{Row, Seen};
 use crate::fusion::{Episode, Hit};
 use crate::limits::{MAX_TOPIC_BYTES, MAX_TOPIC_SCAN, MAX_TOPICS, MAX_TOPICS_PER_HIT};
 use crate::metadata::Metadata;

@@ -7,7 +7,7 @@
 //! when one adds nothing.
 
 use super::page::{row_cost, spend};
-use super::{Row, Seen};
+use super::row::{Row, Seen};
 use crate::limits::MAX_QUERY_BYTES;
 use serde_json::Value;
 
@@ -89,15 +89,15 @@ mod tests {
     fn the_bridge_is_the_query_and_the_frontiers_best_cut_to_the_limit() {
         let long = "é".repeat(300);
         let frontier = [row("a", "first hit"), row("b", &long), row("c", "third")];
-        let bridge = bridge("cuda", &frontier, 2);
-        assert_eq!(bridge, format!("cuda first hit {}", "é".repeat(200)));
+        let made = bridge("cuda", &frontier, 2);
+        assert_eq!(made, format!("cuda first hit {}", "é".repeat(200)));
         assert_eq!(
-            super::bridge("q", &frontier, 0),
+            bridge("q", &frontier, 0),
             "q first hit",
             "at least one term"
         );
         let huge = "x".repeat(MAX_QUERY_BYTES);
-        let bridged = super::bridge(&huge, &[row("é", "ééé")], 4);
+        let bridged = bridge(&huge, &[row("é", "ééé")], 4);
         assert!(bridged.len() <= MAX_QUERY_BYTES);
     }
 

@@ -11,9 +11,14 @@
 //! `n_results`, and [`rank`] takes fusion's fast path.
 
 pub mod authority;
+mod cut;
 pub mod edges;
 pub mod hops;
 pub mod page;
+mod row;
+
+pub use cut::Cut;
+pub use row::{Row, Seen};
 
 use crate::fusion::{self, Fused, Order, Place, RankedList};
 
@@ -75,43 +80,6 @@ impl Shaping {
             on.push("plain RRF".to_owned());
         }
         on
-    }
-}
-
-/// How one round's fused list is cut.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Cut {
-    /// The RRF constant.
-    pub k: u32,
-    /// The row cap: `n` without a page; on a page, only a caller's explicit `n_results`.
-    pub rows: Option<usize>,
-    /// The token page, if any.
-    pub budget: Option<usize>,
-    /// See [`Shaping::authority_margin`].
-    pub authority_margin: f64,
-    /// See [`Shaping::min_per_store`].
-    pub min_per_store: usize,
-}
-
-impl Cut {
-    /// The cut for a search asking `n_results` (or the default `n`) under `budget`.
-    pub fn new(shaping: &Shaping, k: u32, n: usize, explicit: bool, budget: Option<usize>) -> Self {
-        Self {
-            k,
-            // 5.3.0: on a page the config's default n_results does not cap; a caller's does.
-            rows: match budget {
-                None => Some(n),
-                Some(_) => explicit.then_some(n),
-            },
-            budget,
-            authority_margin: shaping.authority_margin,
-            min_per_store: shaping.min_per_store,
-        }
-    }
-
-    /// No page, seats or lead: the best `rows` of the fused order, and nothing past them read.
-    pub fn is_plain(&self) -> bool {
-        self.budget.is_none() && self.min_per_store == 0 && self.authority_margin <= 0.0
     }
 }
 
@@ -188,32 +156,6 @@ pub fn rank_traced(lists: Vec<RankedList>, cut: &Cut, max_dropped: usize) -> (Ve
         dropped,
     };
     (order.take(&chosen), trace)
-}
-
-/// The ids already in a packet: a hop or an edge never repeats one.
-pub type Seen = std::collections::HashSet<String>;
-
-/// One row of the packet: a hit, the store it came from, and its rank and score there (0.0 for
-/// an edge).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    pub store: String,
-    /// 1-based: within its store's floored list, or among its kind of edge.
-    pub rank: usize,
-    pub score: f64,
-    pub hit: crate::fusion::Hit,
-}
-
-impl Row {
-    /// One fused hit of a round, from the store named `store`.
-    pub fn fused(store: &str, fused: Fused) -> Self {
-        Self {
-            store: store.to_owned(),
-            rank: fused.rank,
-            score: fused.score,
-            hit: fused.hit,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! fused order; on a page a row that does not fit is skipped, not a stop, so smaller rows further
 //! down still fill it. The output keeps fused order, so an authority lead stays first.
 
-use super::Cut;
+use super::cut::Cut;
 use crate::fusion::{Hit, Order, Place};
 use std::collections::HashSet;
 
