@@ -11,7 +11,7 @@
 //! so a profile's finding about decoding can be checked in numbers.
 //!
 //! A last table times what `GET /metrics` adds to a search (the search counted and timed, and one
-//! call per store: the hooks of `federation.rs`, clock reads included) and what one scrape costs.
+//! call per store: the hooks of `federation/`, clock reads included) and what one scrape costs.
 //!
 //! The exit code is non-zero only when `fuse` or a decode answers wrongly (the wrong length or
 //! order), so CI can run `--quick` and never judge a wall-clock figure.
@@ -452,7 +452,7 @@ fn metrics_table(iterations: usize) {
     let answered: Result<Vec<store::Hit>, store::Failure> = Ok(Vec::new());
     let names: Vec<String> = (0..64).map(|i| format!("store-{i}")).collect();
     let stores: Vec<&str> = names.iter().map(String::as_str).collect();
-    // Each hook as federation.rs runs it: one more clock read, then the count.
+    // Each hook as federation/ runs it: one more clock read, then the count.
     let search = |metrics: &Metrics| {
         for store in &stores[..3] {
             let started = Instant::now();
