@@ -9,8 +9,8 @@ use crate::knobs::Knobs;
 use crate::metrics::Metrics;
 use crate::packet::Cut;
 use crate::roster::{Fan, Roster};
-use crate::store::Bound;
 use crate::store;
+use crate::store::Bound;
 use std::time::{Duration, Instant};
 
 /// What every round of a search fans with: the same stores, knobs, query, cut, ask and chain as

@@ -6,8 +6,8 @@ use super::fan::{Hop, Unanswered, fan_out};
 use super::round::Round;
 use super::spend::Spend;
 use crate::packet::{Row, Seen, edges, hops};
-use crate::store::Bound;
 use crate::store;
+use crate::store::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -5,8 +5,8 @@ use super::fan::{Hop, Unanswered};
 use crate::api::NameReason;
 use crate::fusion::RankedList;
 use crate::packet::{self, Cut, Row};
-use crate::store::Bound;
 use crate::store;
+use crate::store::Bound;
 
 /// One round's answers: who answered (their lists, in roster order) and who gave nothing.
 pub(super) struct Round<'a> {
