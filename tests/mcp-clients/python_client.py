@@ -31,8 +31,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
-if sys.version_info < (3, 11):  # anyio brings the backport there
-    from exceptiongroup import BaseExceptionGroup
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
+from harness import HIT_KEYS, CheckFailed, check, describe, flatten  # noqa: E402
 
 SERVER_NAME = "seren-corpus-callosum"
 TOOLS = {"search", "list_stores", "add_store", "remove_store"}
@@ -45,15 +45,6 @@ DOWN_URL = "http://127.0.0.1:9"
 MODES = ("legacy", "auto", LATEST_MODERN_VERSION)
 REQUEST_TIMEOUT = 20.0  # seconds, each MCP request
 CASE_TIMEOUT = 90.0  # seconds, a whole case including connect and teardown
-
-
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition: Any, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
 
 
 class WarningCollector(logging.Handler):
@@ -147,7 +138,7 @@ async def exercise(client: Client, case: str, mode: str) -> str:
     check(SAMPLE_STORES <= set(answer.get("stores_searched") or []), f"stores_searched {answer.get('stores_searched')}")
     check(answer.get("failed") == [] and answer.get("skipped") == [], f"failed {answer.get('failed')} skipped {answer.get('skipped')}")
     for hit in hits:
-        missing = {"store", "id", "content", "score", "store_rank", "base_relevance", "metadata"} - set(hit)
+        missing = set(HIT_KEYS) - set(hit)
         check(not missing, f"a hit lacks {sorted(missing)}: {hit}")
     ranks = [h["score"] for h in hits]
     check(ranks == sorted(ranks, reverse=True), "search hits are not ordered by score")
@@ -207,16 +198,6 @@ async def exercise(client: Client, case: str, mode: str) -> str:
         f"protocol={version} server={name}/{server_version} (from {source}) tools={len(tools)} "
         f"hits={len(hits)} from {','.join(sorted(hit_stores))} down-store-failed=yes bad-args=tool-error"
     )
-
-
-def flatten(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in flatten(inner)]
-    return [exc]
-
-
-def describe(exc: BaseException) -> str:
-    return "; ".join(f"{type(e).__name__}: {e}" for e in flatten(exc))
 
 
 class Runner:

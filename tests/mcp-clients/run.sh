@@ -13,88 +13,35 @@
 # Builds nothing: the binary comes from $SCC_BIN (default target/debug/seren-corpus-callosum,
 # relative to the repo root). Needs python3 (>= 3.10, with venv), node (>= 20) and npm. Creates the
 # venv target/mcp-clients-venv and installs requirements.txt into it when it is missing or its pins
-# changed; runs `npm ci` here when node_modules lacks the Inspector or mcpb. After that it needs no network:
+# changed; runs `npm ci` here when node_modules is not from the lock. After that it needs no network:
 # every server it starts listens on 127.0.0.1 only, with sample stores from `demo`.
 #
 # Ends with one line `mcp-clients: N passed, M failed`; exits non-zero if anything failed.
-set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../harness/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-
-SCC_BIN="${SCC_BIN:-target/debug/seren-corpus-callosum}"
-case "$SCC_BIN" in
-  /*) ;;
-  *) SCC_BIN="$root/$SCC_BIN" ;;
-esac
-PYTHON="${PYTHON:-python3}"
 STARTUP_TIMEOUT=30  # seconds for a server to print its address
 INSPECTOR_TIMEOUT=120  # seconds for one Inspector run
 
-if [ ! -x "$SCC_BIN" ]; then
-  echo "mcp-clients: no executable at $SCC_BIN; build it first (cargo build) or set SCC_BIN" >&2
-  exit 2
-fi
-for tool in "$PYTHON" node npm timeout; do
-  command -v "$tool" >/dev/null || { echo "mcp-clients: $tool is needed" >&2; exit 2; }
-done
-
-# Nothing from the caller's environment may configure the servers started here.
-while read -r var; do unset "$var"; done < <(compgen -e | grep '^SEREN_SCC_' || true)
-
-# The scratch dir, the servers' pids and the counts; cleanup prints the closing line whatever happens,
-# on the script's own stdout and stderr (fds 3 and 4): a signal's trap may run while a command's
-# output is redirected to a file.
-exec 3>&1 4>&2
-work="$(mktemp -d "${TMPDIR:-/tmp}/scc-mcp-clients.XXXXXX")"
-pids=()
-passed=0
-failed=0
-cleanup() {
-  local status=$? pid deadline
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  deadline=$((SECONDS + 10))
-  for pid in "${pids[@]}"; do
-    while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  # A harness error (a fixture that did not start, say) counts as a failure too.
-  if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
-  if [ "$failed" -eq 0 ]; then rm -rf "$work"; else echo "mcp-clients: logs kept in $work" >&4; fi
-  echo "mcp-clients: $passed passed, $failed failed" >&3
-  if [ "$failed" -ne 0 ]; then exit 1; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+scc_bin
+need "$PYTHON" node npm timeout
+# The counts, with the closing line whatever happens, and the scratch dir; the servers started
+# below run in the background, stopped at exit.
+tally
+scratch
 
 # --- installs (the only step that uses the network) ---------------------------------------------
-venv="$root/target/mcp-clients-venv"
-stamp="$venv/installed-requirements.txt"
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$here/requirements.txt" "$stamp"; then
-  if [ ! -x "$venv/bin/python" ]; then
-    echo "mcp-clients: creating $venv"
-    "$PYTHON" -m venv "$venv"
-  fi
-  echo "mcp-clients: installing requirements.txt into the venv"
-  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet -r "$here/requirements.txt"
-  cp "$here/requirements.txt" "$stamp"
-fi
-if [ ! -d "$here/node_modules/@modelcontextprotocol/inspector" ] ||
-  [ ! -d "$here/node_modules/@anthropic-ai/mcpb" ]; then
-  # --ignore-scripts: the Inspector's only install script is a no-op outside its own source tree.
-  # On Node < 22.19 npm warns EBADENGINE; the CLI works there all the same.
-  echo "mcp-clients: npm ci (MCP Inspector, mcpb)"
-  (cd "$here" && npm ci --no-audit --no-fund --ignore-scripts)
-fi
+venv="$target/mcp-clients-venv"
+venv "$venv" "$here/requirements.txt"
+# On Node < 22.19 npm warns EBADENGINE (the Inspector asks for it); the CLI works there all the same.
+npm_ci "$here"
 
 # --- fixtures -----------------------------------------------------------------------------------
 # start NAME CMD... : runs a server in the background, stderr to $work/NAME.log.
 start() {
   local name="$1"
   shift
-  "$@" </dev/null >"$work/$name.stdout" 2>"$work/$name.log" 3>&- 4>&- &
-  pids+=("$!")
+  background "$@" </dev/null >"$work/$name.stdout" 2>"$work/$name.log" 3>&- 4>&-
 }
 
 # await NAME REGEX : polls NAME's log until a line matches, the server dies, or the deadline passes.
@@ -311,4 +258,4 @@ else
   fail "mcpb/validate-refuses" "exit $rc on a manifest whose version is a number" "$work/mcpb-broken.out"
 fi
 
-# cleanup (on EXIT) stops the servers and prints the closing line.
+# At exit the harness stops the servers and prints the closing line.

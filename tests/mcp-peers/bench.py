@@ -34,9 +34,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.dont_write_bytecode = True  # no __pycache__ beside the sources for importing peers
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources for importing peers and the harness
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import Peers, Processes, children  # noqa: E402 - the fixtures live beside us
+from harness import Processes, children  # noqa: E402
+from peers import STARTUP_TIMEOUT, STOP_TIMEOUT, Peers  # noqa: E402 - the fixtures live beside us
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERY = "xavier"
@@ -300,7 +302,7 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEREN_SCC_")}
     env["HOME"] = str(work / "home")
     (work / "home").mkdir()
-    procs = Processes(work, env)
+    procs = Processes(work, env, STARTUP_TIMEOUT, STOP_TIMEOUT)
     try:
         peers = Peers(args, work, procs)
         peers.start_loci()

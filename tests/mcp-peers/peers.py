@@ -29,12 +29,10 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable
@@ -42,6 +40,9 @@ from typing import Any, Callable
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
+from harness import HIT_KEYS, CheckFailed, Processes, alive, check, children, free_port, run_cases  # noqa: E402
 
 # Large enough that no fused answer here is cut: every store's hits all appear (a check says so).
 N_RESULTS = 40
@@ -80,21 +81,6 @@ FUSED_QUERY = "cuda"  # matches the CUDA entity and two facts
 STORES = ["graph", "facts-mcp", "facts-rest", "inner", "inner-stdio"]
 
 
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition: Any, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def post(url: str, body: dict[str, Any]) -> Any:
     request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
     with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as r:
@@ -104,98 +90,6 @@ def post(url: str, body: dict[str, Any]) -> Any:
 def yaml_str(value: str) -> str:
     """A JSON string is a YAML flow scalar: safe for any path or URL."""
     return json.dumps(value)
-
-
-def children(pid: int) -> list[int]:
-    """The pids whose parent is `pid`, from /proc."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:  # gone between listdir and read
-            continue
-        # The command sits in parentheses and may hold spaces; the ppid is the second field after it.
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found.append(int(entry))
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-class Processes:
-    """Every process this run starts, each in its own session so that its whole group (the stdio
-    servers a callosum spawns included) can be ended by its id, whatever state the run ends in."""
-
-    def __init__(self, work: Path, env: dict[str, str]) -> None:
-        self.work = work
-        self.env = env
-        self.running: dict[str, subprocess.Popen] = {}
-
-    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-        log = (self.work / f"{name}.log").open("w")
-        proc = subprocess.Popen(argv, env=dict(self.env, **(env or {})), cwd=self.work, stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
-        self.running[name] = proc
-        return proc
-
-    def log(self, name: str) -> str:
-        return (self.work / f"{name}.log").read_text(errors="replace")
-
-    def tail(self, name: str, lines: int = 15) -> str:
-        # rmcp's info lines print whole structs: a line is cut to what a reader needs.
-        return "\n".join(f"      | {line[:240]}" for line in self.log(name).splitlines()[-lines:])
-
-    def wait_for_line(self, name: str, regex: str) -> re.Match:
-        proc, deadline = self.running[name], time.monotonic() + STARTUP_TIMEOUT
-        while time.monotonic() < deadline:
-            match = re.search(regex, self.log(name), re.MULTILINE)
-            if match:
-                return match
-            if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited with {proc.returncode} before printing /{regex}/:\n{self.tail(name)}")
-            time.sleep(0.05)
-        raise RuntimeError(f"{name} printed no /{regex}/ within {STARTUP_TIMEOUT:.0f} s:\n{self.tail(name)}")
-
-    def wait_healthy(self, name: str, url: str) -> None:
-        proc, deadline = self.running[name], time.monotonic() + STARTUP_TIMEOUT
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited with {proc.returncode}:\n{self.tail(name)}")
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"{name} did not answer {url}/health within {STARTUP_TIMEOUT:.0f} s:\n{self.tail(name)}")
-
-    def stop(self, name: str) -> None:
-        proc = self.running.pop(name)
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        # Anything left in its group (a stdio server the callosum did not end) goes too.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def stop_all(self) -> None:
-        for name in reversed(list(self.running)):
-            self.stop(name)
 
 
 class Peers:
@@ -433,7 +327,7 @@ def case_fused(peers: Peers) -> str:
     answered(answer, STORES)
     hits = answer["hits"]
     for hit in hits:
-        missing = {"store", "id", "content", "store_rank", "score", "base_relevance", "metadata"} - set(hit)
+        missing = set(HIT_KEYS) - set(hit)
         check(not missing, f"a hit lacks {sorted(missing)}: {hit}")
     graph, facts = of(answer, "graph"), of(answer, "facts-mcp")
     check([h["id"] for h in graph] == ["CUDA"], f"graph hits {[h['id'] for h in graph]}, expected [CUDA]")
@@ -514,27 +408,6 @@ CASES: list[tuple[str, Callable[[Peers], str]]] = [
 ]
 
 
-def run_cases(cases: list[tuple[str, Callable[[Any], str]]], fixture: Any, verbose: bool) -> tuple[int, int]:
-    """Runs each case on `fixture`, one `ok`/`FAIL` line each; an error fails its case, not the run.
-    Returns (passed, failed)."""
-    passed = failed = 0
-    for name, case in cases:
-        try:
-            detail = case(fixture)
-        except CheckFailed as e:
-            print(f"FAIL  {name}  {e}", flush=True)
-            failed += 1
-        except Exception as e:  # noqa: BLE001 - an error fails its case, not the run
-            print(f"FAIL  {name}  error: {type(e).__name__}: {e}", flush=True)
-            if verbose:
-                traceback.print_exc()
-            failed += 1
-        else:
-            print(f"ok  {name}  {detail}", flush=True)
-            passed += 1
-    return passed, failed
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bin", required=True, help="the seren-corpus-callosum binary")
@@ -557,7 +430,7 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEREN_SCC_")}
     env["HOME"] = str(work / "home")
     (work / "home").mkdir()
-    procs = Processes(work, env)
+    procs = Processes(work, env, STARTUP_TIMEOUT, STOP_TIMEOUT)
     passed = failed = 0
     try:
         peers = Peers(args, work, procs)

@@ -51,14 +51,16 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "harness"))
 sys.path.insert(0, str(HERE.parent / "mcp-peers"))
-from peers import GRAPH, CheckFailed, Processes, check, free_port, post, run_cases, yaml_str  # noqa: E402
+from harness import Processes, check, free_port, run_cases  # noqa: E402
+from peers import GRAPH, post, yaml_str  # noqa: E402
 
 import basic_memory_seed  # noqa: E402
 import peers  # noqa: E402
 
 # basic-memory takes 15 s to start alone, and more beside a dozen other servers starting.
-peers.STARTUP_TIMEOUT = 180.0
+STARTUP_TIMEOUT = 180.0
 
 N_RESULTS = 200  # the most a search may ask: every store's hits fit, uncut
 ASK = N_RESULTS * 2  # the store's ask: n_results × fetch_multiplier (2)
@@ -452,7 +454,7 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEREN_SCC_")}
     env["HOME"] = str(work / "home")
     (work / "home").mkdir()
-    procs = Processes(work, env)
+    procs = Processes(work, env, STARTUP_TIMEOUT, peers.STOP_TIMEOUT)
     passed = failed = 0
     try:
         servers = Servers(args, work, procs)

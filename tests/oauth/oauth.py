@@ -58,6 +58,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from mcp_types.version import LATEST_MODERN_VERSION
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
+from harness import CheckFailed, NotReady, check, describe, flatten, free_port, stop, wait_http, wait_line  # noqa: E402
+
 READ, WRITE = "callosum:read", "callosum:write"
 STATIC_TOKEN = "static-" + secrets.token_hex(12)  # the `mixed` callosum's server.bearer_token
 STORE_TOKEN = "store-" + secrets.token_hex(12)  # the outbound token the callosum sends the `facts` stub
@@ -72,45 +75,7 @@ FLOOD = 50
 processes: list[subprocess.Popen] = []
 
 
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition: Any, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
-
-
 # --- fixtures ------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what: str, predicate: Callable[[], bool], process: subprocess.Popen, log: Path,
-             limit: float = STARTUP_TIMEOUT) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if process.poll() is not None:
-            raise SystemExit(f"oauth: {what} exited ({process.returncode}) before it was ready:\n"
-                             + log.read_text(errors="replace")[-3000:])
-        time.sleep(0.05)
-    raise SystemExit(f"oauth: {what} not ready within {limit:.0f} s:\n" + log.read_text(errors="replace")[-3000:])
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def stop_all() -> None:
@@ -159,8 +124,7 @@ class Provider:
             [self.args.node, self.args.provider, "--port", str(self.port), "--jwks", str(self.keys.path)],
             stdin=subprocess.DEVNULL, stdout=log.open("w"), stderr=subprocess.STDOUT)
         processes.append(self.process)
-        wait_for(f"provider {self.name}", lambda: "listening http://" in log.read_text(errors="replace"),
-                 self.process, log)
+        wait_line(f"provider {self.name}", log, "listening http://", self.process, STARTUP_TIMEOUT)
 
     def stop(self) -> None:
         if self.process is not None:
@@ -231,14 +195,7 @@ class Callosum:
             [args.bin, "serve", "-c", str(config), "--host", "127.0.0.1", "--port", str(self.port)],
             stdin=subprocess.DEVNULL, stdout=self.log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=work)
         processes.append(self.process)
-
-        def healthy() -> bool:
-            try:
-                return httpx2.get(f"{self.base}/health", timeout=2).status_code == 200
-            except httpx2.HTTPError:
-                return False
-
-        wait_for(f"callosum {name}", healthy, self.process, self.log)
+        wait_http(f"callosum {name}", f"{self.base}/health", self.process, STARTUP_TIMEOUT, self.log)
 
 
 # --- tokens ----------------------------------------------------------------------------------------
@@ -477,12 +434,6 @@ async def mcp_session(url: str, http: httpx2.AsyncClient, mode: str, body) -> An
         return await body(client)
 
 
-def flatten(e: BaseException) -> list[BaseException]:
-    if isinstance(e, BaseExceptionGroup):
-        return [leaf for sub in e.exceptions for leaf in flatten(sub)]
-    return [e]
-
-
 # --- the cases -------------------------------------------------------------------------------------
 
 
@@ -502,13 +453,14 @@ class Harness:
         except CheckFailed as e:
             self.fail(name, str(e))
         except BaseException as e:  # noqa: BLE001 - a harness or SDK error fails the case, not the run
-            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            # A fixture that is not ready ends the run, as at the start (main says why).
+            if isinstance(e, (KeyboardInterrupt, SystemExit, NotReady)):
                 raise
             leaves = flatten(e)
             if all(isinstance(x, CheckFailed) for x in leaves):
                 self.fail(name, "; ".join(str(x) for x in leaves))
             else:
-                self.fail(name, "error: " + "; ".join(f"{type(x).__name__}: {x}" for x in leaves))
+                self.fail(name, "error: " + describe(e))
                 if self.args.verbose:
                     traceback.print_exception(e)
         else:
@@ -1055,6 +1007,8 @@ def main() -> int:
     started = time.monotonic()
     try:
         harness.run()
+    except NotReady as e:
+        raise SystemExit(f"oauth: {e}") from None
     finally:
         stop_all()
     print(f"oauth: the cases took {time.monotonic() - started:.0f} s", flush=True)

@@ -12,20 +12,16 @@ Usage: parity.py PYTHON_SCC_EXE OUR_BINARY
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
+from harness import NotReady, free_port, stop, wait_http  # noqa: E402
 
 
 def memory_hit(i, topic, surroundings=None, via=None):
@@ -109,20 +105,6 @@ def serve(routes):
     return f"http://127.0.0.1:{server.server_address[1]}"
 
 
-def wait_healthy(url, proc, what):
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"parity: {what} exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    sys.exit(f"parity: {what} did not answer /health within 60 s")
-
-
 def search(url, body):
     request = urllib.request.Request(url + "/search", data=json.dumps(body).encode(),
                                      headers={"content-type": "application/json"})
@@ -188,8 +170,8 @@ federation:
     rust = subprocess.Popen([ours, "serve", "-c", config, "--port", str(our_port)], env=env, cwd=work,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_healthy(f"http://127.0.0.1:{py_port}", python, "the Python 5.3.0 service")
-        wait_healthy(f"http://127.0.0.1:{our_port}", rust, "our service")
+        wait_http("the Python 5.3.0 service", f"http://127.0.0.1:{py_port}/health", python, 60)
+        wait_http("our service", f"http://127.0.0.1:{our_port}/health", rust, 60)
         failures = 0
         # The cases must exercise the packet, or agreeing proves little: the exact key leads (facts'
         # f0 over episodic's m1, tied on score), the down-weighted archive gets its seat, and every
@@ -226,13 +208,11 @@ federation:
                 b = mine["hits"][i] if i < len(mine["hits"]) else None
                 print(f"  {'  ' if a == b else '!='} {i + 1:>2} 5.3.0 {a}\n        ours  {b}")
         sys.exit(1 if failures else 0)
+    except NotReady as e:
+        sys.exit(f"parity: {e}")
     finally:
         for proc in (python, rust):
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
 
 
 if __name__ == "__main__":

@@ -7,54 +7,32 @@
 # Builds nothing of the service: run `cargo xtask dist` first (.ci/run does, with its cheaper
 # profile). Needs Debian's wine (8.0), qemu-user, libc6-arm64-cross and gcc-mingw-w64-x86-64
 # (.ci/run installs them), python3, node and npm. Reuses the MCP SDK venv of tests/mcp-clients and
-# the mcpb of tests/dist, installing them when missing. The Wine prefix is made in a scratch dir
+# the mcpb of tests/dist, installing them when missing or their pins changed. The Wine prefix is made in a scratch dir
 # by wine-prefix.sh, with the stand-in bcryptprimitives.dll (Wine 8.0 lacks the DLL) built into it.
 #
 # Ends with one line `platforms: N passed, M failed`; exits non-zero if anything failed.
-set -euo pipefail
-
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-target="${CARGO_TARGET_DIR:-target}"
-case "$target" in
-  /*) ;;
-  *) target="$root/$target" ;;
-esac
+# shellcheck source-path=SCRIPTDIR source=../harness/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../harness/lib.sh"
 dist="$target/dist"
-host_bin="${SCC_BIN:-$target/debug/seren-corpus-callosum}"
-PYTHON="${PYTHON:-python3}"
 
-for tool in "$PYTHON" node npm wine wineboot qemu-aarch64 x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objdump; do
-  command -v "$tool" >/dev/null || { echo "platforms: $tool is needed" >&2; exit 2; }
-done
-[ -d /usr/aarch64-linux-gnu/lib ] || { echo "platforms: libc6-arm64-cross is needed" >&2; exit 2; }
-[ -x "$host_bin" ] || { echo "platforms: no $host_bin; cargo build first" >&2; exit 2; }
+need "$PYTHON" node npm wine wineboot qemu-aarch64 x86_64-w64-mingw32-gcc x86_64-w64-mingw32-objdump
+[ -d /usr/aarch64-linux-gnu/lib ] || die 2 "libc6-arm64-cross is needed"
+scc_bin
+host_bin="$SCC_BIN"
 ls "$dist"/*win_amd64.whl "$dist"/*manylinux_2_28_aarch64.whl >/dev/null 2>&1 ||
-  { echo "platforms: no cross-built wheels in $dist; run cargo xtask dist first" >&2; exit 2; }
+  die 2 "no cross-built wheels in $dist; run cargo xtask dist first"
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -n 1)"
 
-# Nothing from the caller's environment may configure the binaries run here.
-while read -r var; do unset "$var"; done < <(compgen -e | grep '^SEREN_SCC_' || true)
-
 # --- installs (the only steps that use the network) ---------------------------------------------
-venv="$target/mcp-clients-venv"
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$root/tests/mcp-clients/requirements.txt" "$venv/installed-requirements.txt"; then
-  [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
-  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet \
-    -r "$root/tests/mcp-clients/requirements.txt"
-  cp "$root/tests/mcp-clients/requirements.txt" "$venv/installed-requirements.txt"
-fi
-if [ ! -d "$root/tests/dist/node_modules/@anthropic-ai/mcpb" ]; then
-  (cd "$root/tests/dist" && npm ci --no-audit --no-fund --ignore-scripts)
-fi
+venv="$target/mcp-clients-venv"  # tests/mcp-clients/run.sh's, the same pins
+venv "$venv" "$root/tests/mcp-clients/requirements.txt"
+npm_ci "$root/tests/dist"  # mcpb, as tests/dist/run.sh installs it
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/scc-platforms.XXXXXX")"
 status=0
-cleanup() {
-  # The prefix's wineserver outlives the programs it ran; it goes with the scratch dir.
-  WINEPREFIX="$work/wineprefix" wineserver -k 2>/dev/null || true
-}
-trap cleanup EXIT
+# The prefix's wineserver outlives the programs it ran; it goes with the scratch dir.
+stop_wineserver() { WINEPREFIX="$work/wineprefix" wineserver -k 2>/dev/null || true; }
+at_exit stop_wineserver
 
 # --- a Windows prefix of the test's own ---------------------------------------------------------
 echo "== Wine $(wine --version) prefix in $work/wineprefix"

@@ -8,24 +8,12 @@
 #
 # Builds nothing: the binary comes from $SCC_BIN (default target/debug/seren-corpus-callosum, which
 # `cargo test` builds). Needs python3 (the standard library only).
-set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../harness/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-SCC_BIN="${SCC_BIN:-${CARGO_TARGET_DIR:-$root/target}/debug/seren-corpus-callosum}"
-case "$SCC_BIN" in
-  /*) ;;
-  *) SCC_BIN="$root/$SCC_BIN" ;;
-esac
-PROMETHEUS="${PROMETHEUS:-$(command -v prometheus || true)}"
-PROMTOOL="${PROMTOOL:-$(command -v promtool || true)}"
-
-[ -x "$SCC_BIN" ] || { echo "prometheus: no executable at $SCC_BIN; build it first" >&2; exit 2; }
-for tool in "$PROMETHEUS" "$PROMTOOL"; do
-  [ -n "$tool" ] && [ -x "$tool" ] || {
-    echo "prometheus: prometheus and promtool are needed (apt-get install prometheus)" >&2
-    exit 2
-  }
-done
+scc_bin
+need --hint "apt-get install prometheus" "${PROMETHEUS:-prometheus}" "${PROMTOOL:-promtool}" "$PYTHON"
+PROMETHEUS="$(command -v "${PROMETHEUS:-prometheus}")"
+PROMTOOL="$(command -v "${PROMTOOL:-promtool}")"
 "$PROMETHEUS" --version 2>&1 | head -1
-exec python3 "$here/scrape.py" "$SCC_BIN" "$PROMETHEUS" "$PROMTOOL"
+exec "$PYTHON" "$here/scrape.py" "$SCC_BIN" "$PROMETHEUS" "$PROMTOOL"

@@ -14,7 +14,6 @@ Prometheus's log)
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
+from harness import NotReady, free_port, stop, wait_http, wait_line  # noqa: E402
 
 TOKEN = "prom-scrape-" + os.urandom(8).hex()
 QUERY = "secret query text " + os.urandom(4).hex()
@@ -31,12 +34,6 @@ QUERY = "secret query text " + os.urandom(4).hex()
 # probe and open again (cool-down 1 s, at most 2 s).
 LOAD_SECONDS = 6
 WORKERS = 4
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stub(kind):
@@ -90,19 +87,6 @@ def search(base):
         return r.status
 
 
-def wait_for_line(path, needle, proc, what, limit=30):
-    deadline = time.time() + limit
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"prometheus: {what} exited with {proc.returncode}:\n{open(path).read()}")
-        with open(path) as f:
-            for line in f:
-                if needle in line:
-                    return line
-        time.sleep(0.05)
-    sys.exit(f"prometheus: {what} did not say {needle!r} within {limit} s")
-
-
 def query(prom, expr):
     url = f"{prom}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
     status, _, text = get(url)
@@ -146,8 +130,7 @@ def main():
             callosum = subprocess.Popen([binary, "serve", "-c", config, "--port", "0"], env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out)
         procs.append(callosum)
-        line = wait_for_line(log, "listening on http://", callosum, "the callosum")
-        addr = line.split("listening on http://", 1)[1].split()[0]
+        addr = wait_line("the callosum", log, r"listening on http://(\S+)", callosum).group(1)
         base = f"http://{addr}"
 
         print("the exposition, scraped directly:")
@@ -185,17 +168,7 @@ def main():
                 cwd=work, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
         procs.append(server)
         deadline = time.time() + 30
-        while time.time() < deadline:
-            if server.poll() is not None:
-                sys.exit(f"prometheus: the server exited with {server.returncode}:\n{open(prom_log).read()}")
-            try:
-                if get(prom + "/-/ready", timeout=1)[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.1)
-        else:
-            sys.exit("prometheus: the server was not ready within 30 s")
+        wait_http("the Prometheus server", prom + "/-/ready", server, 30, prom_log)
         # Prometheus hands new targets to its scrapers at most every 5 s: wait for the first
         # scrape, so the searches below all happen under scraping.
         while not query(prom, 'up{job="callosum"}'):
@@ -204,12 +177,12 @@ def main():
             time.sleep(0.2)
 
         print(f"searches for {LOAD_SECONDS} s, {WORKERS} at a time, scraped every second:")
-        stop = time.time() + LOAD_SECONDS
+        until = time.time() + LOAD_SECONDS
         counts = {"searches": 0, "errors": 0}
         lock = threading.Lock()
 
         def drive():
-            while time.time() < stop:
+            while time.time() < until:
                 try:
                     ok = search(base) == 200
                 except OSError:
@@ -271,10 +244,11 @@ def main():
             print(open(prom_log).read())
         series = query(prom, 'count({__name__=~"seren_callosum_.+"})')
         print(f"    {series[0]['value'][1] if series else 0} seren_callosum_* series")
+    except NotReady as e:
+        sys.exit(f"prometheus: {e}")
     finally:
         for proc in procs:
-            proc.kill()
-            proc.wait()
+            stop(proc, grace=0)
         subprocess.run(["rm", "-rf", work])
 
     print(f"prometheus: {'FAILED: ' + '; '.join(failures) if failures else 'all checks passed'} "

@@ -50,6 +50,11 @@ import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
+import harness  # noqa: E402
+from harness import NotReady, describe, free_port, stop  # noqa: E402
 
 REPLICAS = 3
 ADDS = 100
@@ -71,12 +76,6 @@ def check(ok, what):
     print(("ok      " if ok else "FAILED  ") + what, flush=True)
     if not ok:
         failures.append(what)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stub_store():
@@ -130,15 +129,13 @@ def call(base, method, path, body=None, timeout=10):
 
 
 def wait_http(base, path="/health", limit=30):
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        try:
-            if call(base, "GET", path, timeout=2)[0] == 200:
-                return True
-        except OSError:
-            pass
-        time.sleep(0.05)
-    return False
+    """Whether base + path answers 200 within `limit` seconds (a check says what it means)."""
+    try:
+        harness.wait_http(base, base + path, timeout=limit,
+                          headers={"authorization": f"Bearer {TOKEN}"} if TOKEN is not None else None)
+    except NotReady:
+        return False
+    return True
 
 
 def start(args, env=None, log=None):
@@ -309,11 +306,6 @@ def mcp_sdk_checks(nginx, tmp, ports, bases, replicas, launch, facts):
     print(f"mcp: the Python MCP SDK {importlib.metadata.version('mcp')} "
           f"(httpx2 {importlib.metadata.version('httpx2')})", flush=True)
     upstream = {f"127.0.0.1:{p}": i for i, p in enumerate(ports)}
-
-    def describe(e):
-        if hasattr(e, "exceptions"):  # an exception group
-            return "; ".join(describe(x) for x in e.exceptions)
-        return f"{type(e).__name__}: {e}"
 
     class Traffic:
         """What one client session sent and was answered, seen from its HTTP client."""
@@ -499,9 +491,7 @@ def main():
         run(binary, nginx, mode, tmp)
     finally:
         for process in reversed(started):
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+            stop(process, grace=0)
         if failures:
             for name in sorted(n for n in os.listdir(tmp) if n.endswith(".log")):
                 path = os.path.join(tmp, name)

@@ -10,38 +10,17 @@
 # tests/mcp-clients/requirements.txt, into the same venv as tests/mcp-clients/run.sh makes
 # (target/mcp-clients-venv, installed when it is missing or its pins changed: the only step that
 # uses the network), so CI installs it once for both.
-set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../harness/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../harness/lib.sh"
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-SCC_BIN="${SCC_BIN:-${CARGO_TARGET_DIR:-$root/target}/debug/seren-corpus-callosum}"
-case "$SCC_BIN" in
-  /*) ;;
-  *) SCC_BIN="$root/$SCC_BIN" ;;
-esac
+scc_bin
 NGINX="${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}"
-PG_BIN="${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}"
+PG_BIN="${PG_BIN:-$(find /usr/lib/postgresql -mindepth 2 -maxdepth 2 -name bin 2>/dev/null | sort -V | tail -1)}"
+need --hint "apt-get install nginx" "$NGINX"
+need --hint "apt-get install postgresql" "${PG_BIN:-/usr/lib/postgresql/VERSION/bin}/postgres"
 
-[ -x "$SCC_BIN" ] || { echo "replicas: no executable at $SCC_BIN; build it first" >&2; exit 2; }
-[ -x "$NGINX" ] || { echo "replicas: nginx is needed (apt-get install nginx)" >&2; exit 2; }
-[ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ] || {
-  echo "replicas: PostgreSQL is needed (apt-get install postgresql)" >&2
-  exit 2
-}
-PYTHON="${PYTHON:-python3}"
-
-venv="$root/target/mcp-clients-venv"
-requirements="$root/tests/mcp-clients/requirements.txt"
-stamp="$venv/installed-requirements.txt"
-if [ ! -x "$venv/bin/python" ] || ! cmp -s "$requirements" "$stamp"; then
-  if [ ! -x "$venv/bin/python" ]; then
-    echo "replicas: creating $venv"
-    "$PYTHON" -m venv "$venv"
-  fi
-  echo "replicas: installing tests/mcp-clients/requirements.txt into the venv"
-  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet -r "$requirements"
-  cp "$requirements" "$stamp"
-fi
+venv="$target/mcp-clients-venv"  # tests/mcp-clients/run.sh's, the same pins
+venv "$venv" "$root/tests/mcp-clients/requirements.txt"
 
 "$NGINX" -v 2>&1
 "$PG_BIN/postgres" --version
