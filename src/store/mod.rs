@@ -19,7 +19,7 @@ mod bind;
 mod caller;
 pub mod callosum;
 pub mod clients;
-mod decode;
+pub(crate) mod decode;
 pub mod loci;
 pub mod mcp;
 pub mod memory;
@@ -32,7 +32,6 @@ pub use bind::Bound;
 pub(crate) use bind::bind;
 pub use caller::Caller;
 pub use decode::decode_hits;
-pub(crate) use decode::{id_text, relevance_from_distance};
 pub use protocol::{
     Builder, Call, Context, Options, Protocol, Reach, StoreType, search_path, topic_search_path,
 };

@@ -43,14 +43,6 @@ fn number(signal: &str) -> i32 {
         .unwrap_or_else(|_| panic!("SIG{signal}'s number: {listed:?}"))
 }
 
-fn kill(signal: &str, pid: &str) {
-    let sent = Command::new("kill")
-        .args([&format!("-{signal}"), pid])
-        .status()
-        .unwrap();
-    assert!(sent.success(), "kill -{signal} {pid}");
-}
-
 /// An install as npm lays it out, in a temporary directory: the launcher package, and this
 /// platform's package whose binary is a script that writes its pid, then `exec`s the real binary
 /// (which keeps the pid and the launcher as its parent).
@@ -172,7 +164,7 @@ async fn a_binary_killed_by_a_signal_ends_its_launcher_by_that_signal() {
     let install = Install::new();
     for signal in ["QUIT", "USR1", "TERM", "KILL"] {
         let (launcher, binary) = install.serving();
-        kill(signal, &binary.0);
+        process::signal(&binary.0, signal);
         let (status, stderr) = launcher.ended(END);
         let status = status.unwrap_or_else(|| panic!("SIG{signal}: the launcher still ran"));
         if signal == "TERM" {
@@ -201,8 +193,8 @@ async fn a_child_ended_by_sigpipe_ends_its_launcher_by_sigpipe() {
 
     let install = Install::new();
     let (launcher, binary) = install.serving();
-    kill("PIPE", &launcher.pid().to_string());
-    kill("PIPE", &binary.0);
+    process::signal(&launcher.pid().to_string(), "PIPE");
+    process::signal(&binary.0, "PIPE");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(process::alive(&binary.0) && process::alive(&launcher.pid().to_string()));
     let (status, stderr) = launcher.terminate();
@@ -216,7 +208,7 @@ async fn a_child_ended_by_sigpipe_ends_its_launcher_by_sigpipe() {
 async fn sigusr1_to_the_launcher_opens_no_inspector_and_reaches_the_binary() {
     let install = Install::new();
     let (launcher, binary) = install.serving();
-    kill("USR1", &launcher.pid().to_string());
+    process::signal(&launcher.pid().to_string(), "USR1");
     let (status, stderr) = launcher.ended(END);
     assert!(!stderr.contains("Debugger listening"), "{stderr}");
     let status = status.unwrap_or_else(|| panic!("the launcher still ran: {stderr}"));
@@ -235,7 +227,7 @@ async fn a_signal_to_the_launcher_ends_the_binary_too() {
     let install = Install::new();
     for signal in ["QUIT", "USR2", "TERM", "INT"] {
         let (launcher, binary) = install.serving();
-        kill(signal, &launcher.pid().to_string());
+        process::signal(&launcher.pid().to_string(), signal);
         assert!(
             process::ends_within(&binary.0, END).await,
             "SIG{signal} to the launcher: the binary {} still runs",
@@ -263,7 +255,7 @@ async fn a_signal_to_the_launcher_ends_the_binary_too() {
 async fn a_server_whose_launcher_is_killed_stops_by_itself() {
     let install = Install::new();
     let (mut launcher, binary) = install.serving();
-    kill("KILL", &launcher.pid().to_string());
+    process::signal(&launcher.pid().to_string(), "KILL");
     assert!(
         process::ends_within(&binary.0, END).await,
         "the binary {} still runs, its launcher killed",
@@ -286,7 +278,7 @@ async fn a_stdio_server_whose_launcher_is_killed_stops_by_itself() {
     // Past the start: the session is up and reading stdin.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let binary = install.binary();
-    kill("KILL", &launcher.pid().to_string());
+    process::signal(&launcher.pid().to_string(), "KILL");
     assert!(
         process::ends_within(&binary.0, END).await,
         "the stdio binary {} still runs, its launcher killed",

@@ -419,11 +419,7 @@ async fn shutdown_does_not_wait_on_open_mcp_streams() {
     // An MCP session with its server-push stream open (rmcp's client opens the GET stream).
     let client = http_client(&url, None).await.unwrap();
     assert_eq!(client.list_all_tools().await.unwrap().len(), 4);
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    crate::support::process::signal(&child.id().to_string(), "TERM");
     let (exited, _) = tokio::task::spawn_blocking(move || {
         crate::support::process::exit_within(child, std::time::Duration::from_secs(20))
     })

@@ -337,7 +337,7 @@ async fn a_server_killed_mid_call_fails_that_search_and_is_respawned_for_the_nex
     // The inner callosum is mid-call once its store has the connection.
     assert!(store.wait_for_connections(1, Duration::from_secs(30)).await);
     let first_pid = process::pid_in(&pid_file);
-    kill(&first_pid);
+    process::signal(&first_pid, "KILL");
     let (_, answer) = searching.await.unwrap();
     let why = reason_of(&answer, "inner");
     assert!(why.starts_with("the server "), "not a timeout: {why}");
@@ -353,14 +353,6 @@ async fn a_server_killed_mid_call_fails_that_search_and_is_respawned_for_the_nex
     assert_eq!(ids(&hits_of(&answer, "inner")), ["l1"]);
     let second_pid = process::pid_in(&pid_file);
     assert_ne!(first_pid, second_pid, "a new server process");
-}
-
-fn kill(pid: &str) {
-    let status = std::process::Command::new("kill")
-        .args(["-9", pid])
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 #[tokio::test]
@@ -512,7 +504,7 @@ async fn a_stdio_server_is_gone_when_its_callosum_stops() {
     server.wait_for("mcp server up");
     let pid = process::pid_in(&pid_file);
     assert!(process::alive(&pid));
-    signal(&server, "-TERM");
+    process::signal(&server.pid().to_string(), "TERM");
     server.wait_for("shutting down");
     assert!(
         process::ends(&pid).await,
@@ -546,7 +538,7 @@ async fn what_a_stdio_server_started_ends_with_it_on_reload_and_on_stop() {
     // A reload that drops the store ends the server's helper too.
     let empty = "server:\n  port: 0\n  watch: false\nfederation:\n  stores: []\n";
     std::fs::write(&outer_yaml, empty).unwrap();
-    signal(&server, "-HUP");
+    process::signal(&server.pid().to_string(), "HUP");
     server.wait_for("config reloaded");
     assert!(
         process::ends(&helper).await,
@@ -556,7 +548,7 @@ async fn what_a_stdio_server_started_ends_with_it_on_reload_and_on_stop() {
     // Back in the config (a search starts it), then the callosum stopped: the new helper goes
     // with it.
     std::fs::write(&outer_yaml, format!("{head}{entry}")).unwrap();
-    signal(&server, "-HUP");
+    process::signal(&server.pid().to_string(), "HUP");
     server.wait_for("config reloaded");
     let searched = test_client()
         .post(format!("{url}/search"))
@@ -568,21 +560,12 @@ async fn what_a_stdio_server_started_ends_with_it_on_reload_and_on_stop() {
     server.wait_for("mcp server up");
     let helper = process::pid_in(&helper_file);
     assert!(process::alive(&helper));
-    signal(&server, "-TERM");
+    process::signal(&server.pid().to_string(), "TERM");
     server.wait_for("shutting down");
     assert!(
         process::ends(&helper).await,
         "the helper {helper} outlived its callosum"
     );
-}
-
-/// Sends `server` a signal by `kill`'s name for it (`-TERM`, `-HUP`).
-fn signal(server: &Server, name: &str) {
-    let status = std::process::Command::new("kill")
-        .args([name, &server.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 #[tokio::test]

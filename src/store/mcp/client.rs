@@ -36,7 +36,7 @@ use crate::chain::Chain;
 use crate::fusion::Hit;
 use crate::ledger::{Ledger, Purse};
 use crate::limits::{DEFAULT_BODY_CAP, MCP_MAX_BACKOFF, MCP_START_WAIT};
-use crate::store::Failure;
+use crate::store::remote::Failure;
 use answer::{refused, result_bytes};
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use rmcp::model::{CallToolRequestParams, MetaObject, RequestMetaObject};

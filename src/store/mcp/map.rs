@@ -447,9 +447,9 @@ impl Mapping {
             .map_err(|why| format!("the hit at index {index}: {why}"))?;
             let score = number(self.score.as_ref(), item);
             let distance = number(self.distance.as_ref(), item);
-            let relevance = score.or(distance.map(crate::store::relevance_from_distance));
+            let relevance = score.or(distance.map(crate::store::decode::relevance_from_distance));
             hits.push(Hit {
-                id: crate::store::id_text(self.id.get(item).cloned()),
+                id: crate::store::decode::id_text(self.id.get(item).cloned()),
                 content,
                 base_relevance: relevance.unwrap_or(0.0),
                 raw_distance: distance,

@@ -181,6 +181,15 @@ pub fn exit_within(
     }
 }
 
+/// Sends process `pid` the signal `kill` names `name` (`TERM`, `HUP`, `KILL`), and checks it went.
+pub fn signal(pid: &str, name: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{name}"), pid])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{name} {pid}");
+}
+
 /// Whether process `pid` runs. A zombie (exited, not yet reaped) counts as gone. Read from
 /// /proc, or from `ps` where there is none (macOS).
 pub fn alive(pid: &str) -> bool {

@@ -2,8 +2,8 @@
 //! the server's words cut short), its text blocks, and about what it holds on the heap.
 
 use crate::fusion::Hit;
-use crate::store::Failure;
 use crate::store::mcp::map::Mapping;
+use crate::store::remote::Failure;
 use crate::text::cut;
 use rmcp::model::CallToolResult;
 

@@ -5,7 +5,7 @@ use super::answer::refused;
 use super::session::{Link, Session, connect};
 use super::wording::cause;
 use crate::ledger::Ledger;
-use crate::store::Failure;
+use crate::store::remote::Failure;
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::ServiceError;
 use std::sync::Arc;

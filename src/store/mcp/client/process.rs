@@ -4,7 +4,7 @@
 
 use crate::config::Program;
 use crate::limits::MCP_STDERR_LINES;
-use crate::store::Failure;
+use crate::store::remote::Failure;
 use crate::text::cut;
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! reqwest's, the system's), never its text, which may quote the url called or what the server
 //! sent. The server's own words for a refused call are `answer`'s.
 
-use crate::store::Failure;
+use crate::store::remote::Failure;
 use rmcp::service::ServiceError;
 
 /// What went wrong, in the callosum's own words: the kind of error rmcp, reqwest or the system
