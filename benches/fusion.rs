@@ -96,6 +96,7 @@ fn lists(stores: usize, hits: usize) -> Vec<RankedList> {
             // Mixed weights, as a real roster may have; a floor of 0 keeps every hit.
             weight: if store % 4 == 0 { 1.5 } else { 1.0 },
             floor: 0.0,
+            identity: None,
             hits: (0..hits).map(|rank| hit(store, rank)).collect(),
         })
         .collect()

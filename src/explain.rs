@@ -8,7 +8,7 @@
 //! the lead when it moved a hit ahead of the fused order's first, a seat when the fused order
 //! alone would have left its hit out.
 
-use crate::api::{Dropped, Explain, Step, StepKind};
+use crate::api::{Contribution, Dropped, Explain, Step, StepKind};
 use crate::fusion::rrf_score;
 use crate::packet::edges::EdgeKind;
 use crate::packet::page::Cutoff;
@@ -24,6 +24,9 @@ pub struct Context<'a> {
     pub cut: &'a Cut,
     /// How many of the rows are the first round's ranked rows; hop hits and edges follow them.
     pub ranked: usize,
+    /// Whether identity is on in this search: each ranked hit then lists every store's
+    /// contribution to its document.
+    pub identity: bool,
 }
 
 /// One [`Explain`] per row, in the rows' order; `scale` gives a store's weight and floor in
@@ -45,13 +48,21 @@ pub fn hits(
                 None if at < context.ranked => ranked_steps(context, row),
                 None => hop_step(row).into_iter().collect(),
             };
-            let why = line(row, (weight, k, contribution), &steps);
+            let contributions =
+                (context.identity && contribution.is_some()).then(|| contributions(row, k, &scale));
+            let why = line(
+                row,
+                (weight, k, contribution),
+                contributions.as_deref(),
+                &steps,
+            );
             Explain {
                 store_rank: u32::try_from(row.rank).unwrap_or(u32::MAX),
                 weight,
                 floor,
                 k,
                 contribution,
+                contributions,
                 steps,
                 why,
             }
@@ -90,6 +101,24 @@ pub fn dropped(context: &Context<'_>, rows: &[Row], max: usize) -> Vec<Dropped> 
                 tokens,
             }
         })
+        .collect()
+}
+
+/// Every store's contribution to a ranked row's document (identity on): its own, then the
+/// others' in roster order. `scale` gives a store's weight and floor in this search.
+fn contributions(row: &Row, k: u32, scale: &impl Fn(&str) -> (f64, f64)) -> Vec<Contribution> {
+    let one = |store: &str, id: &str, rank: usize| {
+        let weight = scale(store).0;
+        Contribution {
+            store: store.to_owned(),
+            id: id.to_owned(),
+            store_rank: u32::try_from(rank).unwrap_or(u32::MAX),
+            weight,
+            contribution: rrf_score(weight, k, rank),
+        }
+    };
+    std::iter::once(one(&row.store, &row.hit.id, row.rank))
+        .chain((row.also.iter()).map(|also| one(&also.store, &also.id, also.rank)))
         .collect()
 }
 
@@ -174,10 +203,31 @@ fn edge_step(row: &Row) -> Option<Step> {
     Some(step)
 }
 
-/// The one short line: the arithmetic, then each step's words.
-fn line(row: &Row, (weight, k, contribution): (f64, u32, Option<f64>), steps: &[Step]) -> String {
+/// The one short line: the arithmetic (with identity on and other stores in the document, each
+/// store's and the sum), then each step's words.
+fn line(
+    row: &Row,
+    (weight, k, contribution): (f64, u32, Option<f64>),
+    contributions: Option<&[Contribution]>,
+    steps: &[Step],
+) -> String {
     let mut parts = Vec::with_capacity(steps.len() + 1);
-    if let Some(score) = contribution {
+    if let Some(all) = contributions.filter(|all| all.len() > 1) {
+        let each: Vec<String> = (all.iter())
+            .map(|c| {
+                format!(
+                    "#{} in {}: {}/({k}+{}) = {:.5}",
+                    c.store_rank, c.store, c.weight, c.store_rank, c.contribution
+                )
+            })
+            .collect();
+        parts.push(format!(
+            "one document from {} stores: {}; sum {:.5}",
+            all.len(),
+            each.join(" + "),
+            row.score
+        ));
+    } else if let Some(score) = contribution {
         parts.push(format!(
             "#{} in {}: {weight}/({k}+{}) = {score:.5}",
             row.rank, row.store, row.rank
@@ -209,13 +259,14 @@ mod tests {
                 .map(|(list, &n)| RankedList {
                     weight: weights[list],
                     floor: 0.0,
+                    identity: None,
                     hits: (0..n).map(|r| Hit::plain(&format!("{list}-{r}"), 0.5)).collect(),
                 })
                 .collect();
             let cut = Cut { k, rows: Some(rows), budget: None, authority_margin: 0.0, min_per_store };
             let (fused, trace) = crate::packet::rank_traced(lists, &cut, 25);
-            let rows: Vec<Row> = fused.into_iter().map(|f| Row::fused(&names[f.list].clone(), f)).collect();
-            let context = Context { trace: &trace, names: &names, cut: &cut, ranked: rows.len() };
+            let rows: Vec<Row> = fused.into_iter().map(|f| Row::fused(f, &names)).collect();
+            let context = Context { trace: &trace, names: &names, cut: &cut, ranked: rows.len(), identity: false };
             let scale = |name: &str| {
                 let list = names.iter().position(|n| n == name).unwrap();
                 (weights[list], 0.0)

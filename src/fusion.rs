@@ -4,14 +4,24 @@
 //! store's weight, never a magnitude, so stores whose embedders differ still merge correctly. The one
 //! place a magnitude is read is the per-store relevance floor, which runs *before* ranking and only
 //! when a store asks for it (`floor > 0`).
+//!
+//! With identity on (contract §2c; which hits are one document is `identity`'s to say), the hits of
+//! several stores that are one document become one row: its score the sum of each store's
+//! contribution `weight / (k + rank)` (a store at most once, at its best rank), its body the hit
+//! of the largest contribution. Every row is then a document, and the order, the cut and the
+//! packet run over documents exactly as they run over hits without it.
 
+use crate::identity::{By, Document};
 use crate::metadata::Metadata;
 use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 /// One hit as a store adapter hands it over: the store's own words, before fusion.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
-    /// The store's id for the hit (a store's ids are its own; no dedup across stores).
+    /// The store's id for the hit (a store's ids are its own: hits of several stores are one
+    /// document only with identity on, as `identity` says).
     pub id: String,
     /// The text a model will read.
     pub content: String,
@@ -55,6 +65,21 @@ pub struct RankedList {
     pub floor: f64,
     /// The store's hits, best first, exactly as the store ordered them.
     pub hits: Vec<Hit>,
+    /// How its hits are told apart when a search has identity on; `None` (identity off): each
+    /// hit is its own. Identity is on for a fusion when any list has it.
+    pub identity: Option<By>,
+}
+
+impl RankedList {
+    /// A list of `hits` with identity off.
+    pub fn new(weight: f64, floor: f64, hits: Vec<Hit>) -> Self {
+        Self {
+            weight,
+            floor,
+            hits,
+            identity: None,
+        }
+    }
 }
 
 /// One hit of the fused answer.
@@ -64,10 +89,28 @@ pub struct Fused {
     pub list: usize,
     /// 1-based rank within its store's list, counted after the floor.
     pub rank: usize,
-    /// The fused score, `weight / (k + rank)`.
+    /// The fused score, `weight / (k + rank)`; with identity on, the sum of that over every
+    /// store that returned the document (this hit's and `also`'s).
     pub score: f64,
-    /// The hit itself, moved, not cloned.
+    /// The hit itself, moved, not cloned: with identity on, the body of its document.
     pub hit: Hit,
+    /// With identity on, the other stores' hits of the same document, in roster order (always
+    /// empty without it).
+    pub also: Vec<Also>,
+}
+
+/// Another store's hit of a fused document (identity on).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Also {
+    /// Index of its list in the input.
+    pub list: usize,
+    /// 1-based rank within its list, after the floor (a store's best, when it returned the
+    /// document more than once).
+    pub rank: usize,
+    /// Its contribution to the document's score, `weight / (k + rank)`.
+    pub score: f64,
+    /// The store's id for it.
+    pub id: String,
 }
 
 /// Drops the hits below `floor`, keeping order. A floor of 0 (or below) keeps every hit.
@@ -129,8 +172,9 @@ impl Keep {
     }
 }
 
-/// What the ordering needs of a hit, without the hit: sorting these small keys instead of whole
-/// hits keeps the sort in cache, and only the `n` kept hits are ever moved.
+/// What the ordering needs of a row, without the hit: sorting these small keys instead of whole
+/// hits keeps the sort in cache, and only the `n` kept hits are ever moved. With identity on, a
+/// row is a document: its summed score, and its body's list and rank.
 #[derive(Debug, Clone, Copy)]
 struct Key {
     score: f64,
@@ -138,35 +182,225 @@ struct Key {
     rank: u32,
 }
 
-/// Floors every list and scores every hit that is left: the lists, and one key per hit.
-fn keyed(lists: Vec<RankedList>, k: u32) -> (Vec<(f64, Vec<Hit>)>, Vec<Key>) {
-    let lists: Vec<(f64, Vec<Hit>)> = lists
+/// The lists floored and every row scored: each list's weight and hits, one key per row, and
+/// with identity on which hits are one document.
+struct Keyed {
+    weights: Vec<f64>,
+    lists: Vec<Vec<Hit>>,
+    keys: Vec<Key>,
+    documents: Option<Documents>,
+}
+
+/// Both fit: a fan has far fewer than 2^32 stores, and a store answers far fewer hits.
+fn small(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Floors every list and scores every hit that is left (with identity on, every document).
+fn keyed(lists: Vec<RankedList>, k: u32) -> Keyed {
+    let on = lists.iter().any(|list| list.identity.is_some());
+    let mut weights = Vec::with_capacity(lists.len());
+    let mut identities = Vec::with_capacity(lists.len());
+    let lists: Vec<Vec<Hit>> = lists
         .into_iter()
-        .map(|list| (list.weight, apply_floor(list.hits, list.floor)))
+        .map(|list| {
+            weights.push(list.weight);
+            identities.push(list.identity);
+            apply_floor(list.hits, list.floor)
+        })
         .collect();
-    let total: usize = lists.iter().map(|(_, hits)| hits.len()).sum();
+    if on {
+        let documents = Documents::new(&lists, &identities, &weights, k);
+        let keys = documents.keys();
+        return Keyed {
+            weights,
+            lists,
+            keys,
+            documents: Some(documents),
+        };
+    }
+    let total: usize = lists.iter().map(Vec::len).sum();
     let mut keys = Vec::with_capacity(total);
-    for (index, (weight, hits)) in lists.iter().enumerate() {
+    for (index, hits) in lists.iter().enumerate() {
         for position in 0..hits.len() {
             let rank = position + 1;
             keys.push(Key {
-                score: rrf_score(*weight, k, rank),
-                // Both fit: a fan has far fewer than 2^32 stores, and a store answers far fewer hits.
-                list: u32::try_from(index).unwrap_or(u32::MAX),
-                rank: u32::try_from(rank).unwrap_or(u32::MAX),
+                score: rrf_score(weights[index], k, rank),
+                list: small(index),
+                rank: small(rank),
             });
         }
     }
-    (lists, keys)
+    Keyed {
+        weights,
+        lists,
+        keys,
+        documents: None,
+    }
+}
+
+/// Which floored hits are one document (identity on), and each document's parts.
+///
+/// Bounded by what it is given: one pass over the hits (each hit's key read once, one hash-map
+/// probe), one over the documents, so O(hits) time and memory beside the hits themselves, which
+/// the store calls already bound (`ask` hits a store, the answer's byte cap, the ledger).
+#[derive(Debug)]
+struct Documents {
+    /// For each list, for each floored hit (by rank - 1): the index of its document.
+    of: Vec<Vec<u32>>,
+    docs: Vec<Doc>,
+}
+
+/// One document: the (list, rank) of each store that returned it, in roster order, each store
+/// once at its best rank; which of them is the body; and its score, the sum of their
+/// contributions.
+#[derive(Debug)]
+struct Doc {
+    parts: Vec<(u32, u32)>,
+    body: usize,
+    score: f64,
+}
+
+impl Documents {
+    fn new(lists: &[Vec<Hit>], identities: &[Option<By>], weights: &[f64], k: u32) -> Self {
+        let total: usize = lists.iter().map(Vec::len).sum();
+        let mut seen: HashMap<Document, u32> = HashMap::with_capacity(total);
+        let mut docs: Vec<Doc> = Vec::with_capacity(total);
+        let mut of = Vec::with_capacity(lists.len());
+        for (list, (hits, by)) in lists.iter().zip(identities).enumerate() {
+            let list = small(list);
+            let mut mine = Vec::with_capacity(hits.len());
+            for (position, hit) in hits.iter().enumerate() {
+                let rank = small(position + 1);
+                let document =
+                    (by.as_ref()).and_then(|by| by.document(&hit.id, &hit.content, &hit.metadata));
+                let at = match document.map(|document| seen.entry(document)) {
+                    Some(Entry::Occupied(found)) => {
+                        let at = *found.get();
+                        let parts = &mut docs[at as usize].parts;
+                        // Lists come in roster order and ranks best first: a store already
+                        // among the parts is the last of them, at its best rank, and its own
+                        // duplicate adds nothing.
+                        if parts.last().is_none_or(|&(last, _)| last != list) {
+                            parts.push((list, rank));
+                        }
+                        at
+                    }
+                    vacant => {
+                        let at = small(docs.len());
+                        if let Some(Entry::Vacant(slot)) = vacant {
+                            slot.insert(at);
+                        }
+                        docs.push(Doc {
+                            parts: vec![(list, rank)],
+                            body: 0,
+                            score: 0.0,
+                        });
+                        at
+                    }
+                };
+                mine.push(at);
+            }
+            of.push(mine);
+        }
+        for doc in &mut docs {
+            let contribution =
+                |&(list, rank): &(u32, u32)| rrf_score(weights[list as usize], k, rank as usize);
+            // Summed in roster order, so equal documents sum to equal bits.
+            doc.score = doc.parts.iter().map(contribution).sum();
+            // The largest contribution is the body; a tie goes to the store earlier in roster
+            // order (the first of the parts).
+            let mut best = contribution(&doc.parts[0]);
+            for (i, part) in doc.parts.iter().enumerate().skip(1) {
+                let score = contribution(part);
+                if score.total_cmp(&best) == Ordering::Greater {
+                    (doc.body, best) = (i, score);
+                }
+            }
+        }
+        Self { of, docs }
+    }
+
+    /// One key per document, for the one order every fusion sorts by.
+    fn keys(&self) -> Vec<Key> {
+        (self.docs.iter())
+            .map(|doc| {
+                let (list, rank) = doc.parts[doc.body];
+                Key {
+                    score: doc.score,
+                    list,
+                    rank,
+                }
+            })
+            .collect()
+    }
+
+    /// The document of list `list`'s hit at `rank` (which exists).
+    fn doc(&self, list: usize, rank: usize) -> &Doc {
+        &self.docs[self.of[list][rank - 1] as usize]
+    }
+
+    /// The place of the document that list `list`'s hit at `rank` (which exists) is part of.
+    fn place(&self, list: usize, rank: usize) -> Place {
+        let doc = self.doc(list, rank);
+        let (list, rank) = doc.parts[doc.body];
+        Place {
+            list: list as usize,
+            rank: rank as usize,
+            score: doc.score,
+        }
+    }
+
+    /// The parts of the document whose body is at `place`, but the body.
+    fn others(&self, place: Place) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let doc = self.doc(place.list, place.rank);
+        (doc.parts.iter().enumerate())
+            .filter(move |(i, _)| *i != doc.body)
+            .map(|(_, &(list, rank))| (list as usize, rank as usize))
+    }
+}
+
+/// Moves the row at `place` out of `lists`: the hit (with identity on, its document's body) and
+/// its document's other parts.
+fn take(
+    (lists, weights, k): (&mut [Vec<Hit>], &[f64], u32),
+    documents: Option<&Documents>,
+    place: Place,
+) -> Fused {
+    let also = match documents {
+        None => Vec::new(),
+        Some(documents) => (documents.others(place))
+            .map(|(list, rank)| Also {
+                list,
+                rank,
+                score: rrf_score(weights[list], k, rank),
+                // Each hit is part of one document, so its id is moved out once.
+                id: std::mem::take(&mut lists[list][rank - 1].id),
+            })
+            .collect(),
+    };
+    Fused {
+        list: place.list,
+        rank: place.rank,
+        score: place.score,
+        hit: std::mem::replace(&mut lists[place.list][place.rank - 1], Hit::taken()),
+        also,
+    }
 }
 
 /// Fuses the lists with weighted RRF and keeps the best `n`.
 ///
 /// Order: score descending; ties go to the list earlier in the input, then to the lower rank. The
-/// key is total (no two hits share a list and a rank), so the result never depends on the sort's
-/// stability or on float quirks (scores compare with `total_cmp`).
+/// key is total (no two rows share a list and a rank), so the result never depends on the sort's
+/// stability or on float quirks (scores compare with `total_cmp`). With identity on, a row is a
+/// document and `n` counts documents.
 pub fn fuse(lists: Vec<RankedList>, k: u32, n: usize) -> Vec<Fused> {
-    let (mut lists, mut keys) = keyed(lists, k);
+    let Keyed {
+        weights,
+        mut lists,
+        mut keys,
+        documents,
+    } = keyed(lists, k);
     if n == 0 {
         return Vec::new();
     }
@@ -178,29 +412,29 @@ pub fn fuse(lists: Vec<RankedList>, k: u32, n: usize) -> Vec<Fused> {
     keys.sort_unstable_by(compare);
     keys.into_iter()
         .map(|key| {
-            let slot = &mut lists[key.list as usize].1[key.rank as usize - 1];
-            Fused {
+            let place = Place {
                 list: key.list as usize,
                 rank: key.rank as usize,
                 score: key.score,
-                hit: std::mem::replace(slot, Hit::taken()),
-            }
+            };
+            take((&mut lists, &weights, k), documents.as_ref(), place)
         })
         .collect()
 }
 
-/// A hit's place in the fused order: its list, its rank there, its score.
+/// A row's place in the fused order: its list, its rank there, its score. With identity on, the
+/// place of a document's body, and the document's score.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Place {
     /// Index of the hit's list in the input.
     pub list: usize,
     /// 1-based rank within its list, after the floor.
     pub rank: usize,
-    /// `weight / (k + rank)`.
+    /// `weight / (k + rank)` (with identity on, summed over the document's stores).
     pub score: f64,
 }
 
-/// The fused order of every hit, sorted only as far as it is read.
+/// The fused order of every row, sorted only as far as it is read.
 ///
 /// The packet's walks (the authority lead, the seats, the page) read the order from the top and
 /// usually stop after a few dozen rows, so the keys are sorted in growing chunks as the walk goes
@@ -214,28 +448,39 @@ pub struct Order {
     keys: Vec<Key>,
     /// `keys[..sorted]` are the best, in order.
     sorted: usize,
+    /// With identity on, which hits are one document.
+    documents: Option<Documents>,
 }
 
 impl Order {
-    /// Floors the lists and scores every hit.
+    /// Floors the lists and scores every hit (with identity on, every document).
     pub fn new(lists: Vec<RankedList>, k: u32) -> Self {
-        let (lists, keys) = keyed(lists, k);
-        let (weights, lists) = lists.into_iter().unzip();
+        let Keyed {
+            weights,
+            lists,
+            keys,
+            documents,
+        } = keyed(lists, k);
         Self {
             lists,
             weights,
             k,
             keys,
             sorted: 0,
+            documents,
         }
     }
 
-    /// The place of list `list`'s hit at `rank`, if there is one.
+    /// The place of list `list`'s hit at `rank`, if there is one; with identity on, the place of
+    /// the document it is part of.
     pub fn place(&self, list: usize, rank: usize) -> Option<Place> {
-        (rank >= 1 && rank <= self.lists.get(list)?.len()).then(|| Place {
-            list,
-            rank,
-            score: rrf_score(self.weights[list], self.k, rank),
+        (rank >= 1 && rank <= self.lists.get(list)?.len()).then(|| match &self.documents {
+            None => Place {
+                list,
+                rank,
+                score: rrf_score(self.weights[list], self.k, rank),
+            },
+            Some(documents) => documents.place(list, rank),
         })
     }
 
@@ -244,7 +489,7 @@ impl Order {
         self.lists.len()
     }
 
-    /// How many hits there are in all.
+    /// How many rows there are in all: hits, or with identity on, documents.
     pub fn len(&self) -> usize {
         self.keys.len()
     }
@@ -254,7 +499,7 @@ impl Order {
         self.keys.is_empty()
     }
 
-    /// The place of the `i`-th best hit (0-based), sorting further if the walk has got that far.
+    /// The place of the `i`-th best row (0-based), sorting further if the walk has got that far.
     pub fn at(&mut self, i: usize) -> Option<Place> {
         if i >= self.keys.len() {
             return None;
@@ -288,15 +533,17 @@ impl Order {
         &self.lists[list]
     }
 
-    /// The hits at `places`, moved out in that order.
+    /// The rows at `places`, moved out in that order.
     pub fn take(mut self, places: &[Place]) -> Vec<Fused> {
+        let documents = self.documents.take();
         places
             .iter()
-            .map(|place| Fused {
-                list: place.list,
-                rank: place.rank,
-                score: place.score,
-                hit: std::mem::replace(&mut self.lists[place.list][place.rank - 1], Hit::taken()),
+            .map(|&place| {
+                take(
+                    (&mut self.lists, &self.weights, self.k),
+                    documents.as_ref(),
+                    place,
+                )
             })
             .collect()
     }
@@ -343,6 +590,7 @@ fn compare(a: &Key, b: &Key) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::KeyPath;
     use proptest::prelude::*;
 
     fn hit(id: &str, relevance: f64) -> Hit {
@@ -358,11 +606,11 @@ mod tests {
     }
 
     fn list(weight: f64, floor: f64, hits: &[(&str, f64)]) -> RankedList {
-        RankedList {
+        RankedList::new(
             weight,
             floor,
-            hits: hits.iter().map(|(id, rel)| hit(id, *rel)).collect(),
-        }
+            hits.iter().map(|(id, rel)| hit(id, *rel)).collect(),
+        )
     }
 
     /// Fuses and renders the answer as `list:id@rank` so tables read like the expected order.
@@ -483,6 +731,269 @@ mod tests {
         assert_eq!(render(before), render(after));
     }
 
+    /// `list` with identity on, told apart by `by`.
+    fn told(by: By, mut list: RankedList) -> RankedList {
+        list.identity = Some(by);
+        list
+    }
+
+    fn by_id(list: RankedList) -> RankedList {
+        told(By::Key(KeyPath::Id), list)
+    }
+
+    /// Fuses lists of weight 1 with identity on and renders each row as `list:id@rank` and its
+    /// other parts as ` +list:id@rank`, with its score.
+    fn merged(lists: Vec<RankedList>, n: usize) -> Vec<(String, f64)> {
+        fuse(lists, 60, n)
+            .iter()
+            .map(|f| {
+                let mut row = format!("{}:{}@{}", f.list, f.hit.id, f.rank);
+                for also in &f.also {
+                    row.push_str(&format!(" +{}:{}@{}", also.list, also.id, also.rank));
+                    assert_eq!(also.score, 1.0 / (60.0 + also.rank as f64));
+                }
+                (row, f.score)
+            })
+            .collect()
+    }
+
+    fn rows(expected: &[(&str, f64)]) -> Vec<(String, f64)> {
+        (expected.iter())
+            .map(|(row, score)| ((*row).to_owned(), *score))
+            .collect()
+    }
+
+    #[test]
+    fn a_document_scores_the_sum_of_its_stores_contributions() {
+        // x: a#1 + b#2; z: b#1 alone beats y: a#2 alone.
+        assert_eq!(
+            merged(
+                vec![
+                    by_id(list(1.0, 0.0, &[("x", 0.9), ("y", 0.8)])),
+                    by_id(list(1.0, 0.0, &[("z", 0.9), ("x", 0.8)])),
+                ],
+                10
+            ),
+            rows(&[
+                ("0:x@1 +1:x@2", 1.0 / 61.0 + 1.0 / 62.0),
+                ("1:z@1", 1.0 / 61.0),
+                ("0:y@2", 1.0 / 62.0),
+            ])
+        );
+    }
+
+    #[test]
+    fn the_body_is_the_largest_contribution_and_a_tie_goes_to_roster_order() {
+        // q: a#2 gives 1/62, b#1 gives 3/61: b's hit is the body, a's is `also`.
+        let fused = fuse(
+            vec![
+                by_id(list(1.0, 0.0, &[("p", 0.9), ("q", 0.8)])),
+                by_id(list(3.0, 0.0, &[("q", 0.9)])),
+            ],
+            60,
+            10,
+        );
+        let rendered: Vec<(usize, &str, usize, f64)> = (fused.iter())
+            .map(|f| (f.list, f.hit.id.as_str(), f.rank, f.score))
+            .collect();
+        assert_eq!(
+            rendered,
+            [
+                (1, "q", 1, 1.0 / 62.0 + 3.0 / 61.0),
+                (0, "p", 1, 1.0 / 61.0)
+            ]
+        );
+        assert_eq!(
+            fused[0].also,
+            [Also {
+                list: 0,
+                rank: 2,
+                score: 1.0 / 62.0,
+                id: "q".into()
+            }]
+        );
+        // Equal contributions: the store earlier in roster order is the body.
+        assert_eq!(
+            merged(
+                vec![
+                    by_id(list(1.0, 0.0, &[("d", 0.1)])),
+                    by_id(list(1.0, 0.0, &[("d", 0.9)])),
+                ],
+                10
+            ),
+            rows(&[("0:d@1 +1:d@1", 2.0 / 61.0)])
+        );
+    }
+
+    #[test]
+    fn documents_with_equal_sums_go_by_their_bodys_roster_order_then_rank() {
+        // m: a#1 + b#2, n: b#1 + a#2: equal sums. m's body is a's, n's is b's: m first.
+        assert_eq!(
+            merged(
+                vec![
+                    by_id(list(1.0, 0.0, &[("m", 0.9), ("n", 0.8)])),
+                    by_id(list(1.0, 0.0, &[("n", 0.9), ("m", 0.8)])),
+                ],
+                10
+            ),
+            rows(&[
+                ("0:m@1 +1:m@2", 1.0 / 61.0 + 1.0 / 62.0),
+                ("1:n@1 +0:n@2", 1.0 / 62.0 + 1.0 / 61.0),
+            ])
+        );
+        // The same in the other roster order: the tie goes the other way.
+        assert_eq!(
+            merged(
+                vec![
+                    by_id(list(1.0, 0.0, &[("n", 0.9), ("m", 0.8)])),
+                    by_id(list(1.0, 0.0, &[("m", 0.9), ("n", 0.8)])),
+                ],
+                10
+            )[0]
+            .0,
+            "0:n@1 +1:n@2"
+        );
+        // A heavier store between them leads alone (2/61), and the tie still goes by the bodies'
+        // stores. (Equal sums with bodies in one store go to the lower rank: the comparator is
+        // the plain order's, whose tests hold it.)
+        assert_eq!(
+            merged(
+                vec![
+                    by_id(list(1.0, 0.0, &[("s", 0.9), ("t", 0.8)])),
+                    by_id(list(2.0, 0.0, &[("u", 0.9)])),
+                    by_id(list(1.0, 0.0, &[("t", 0.9), ("s", 0.8)])),
+                ],
+                10
+            ),
+            rows(&[
+                ("1:u@1", 2.0 / 61.0),
+                ("0:s@1 +2:s@2", 1.0 / 61.0 + 1.0 / 62.0),
+                ("2:t@1 +0:t@2", 1.0 / 62.0 + 1.0 / 61.0),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_stores_own_duplicate_keeps_its_best_rank_and_is_no_row() {
+        // a returns d twice: its #1 counts, its #3 adds nothing and is not a row of its own;
+        // e keeps its rank 2.
+        assert_eq!(
+            merged(
+                vec![
+                    by_id(list(1.0, 0.0, &[("d", 0.9), ("e", 0.8), ("d", 0.7)])),
+                    by_id(list(1.0, 0.0, &[("d", 0.9)])),
+                ],
+                10
+            ),
+            rows(&[("0:d@1 +1:d@1", 2.0 / 61.0), ("0:e@2", 1.0 / 62.0)])
+        );
+        // Its duplicate ranked better in the other store changes nothing of that.
+        assert_eq!(
+            merged(
+                vec![
+                    by_id(list(1.0, 0.0, &[("e", 0.9), ("d", 0.8), ("d", 0.7)])),
+                    by_id(list(1.0, 0.0, &[("d", 0.9)])),
+                ],
+                10
+            ),
+            rows(&[
+                ("1:d@1 +0:d@2", 1.0 / 62.0 + 1.0 / 61.0),
+                ("0:e@1", 1.0 / 61.0)
+            ])
+        );
+    }
+
+    #[test]
+    fn a_hit_without_an_identity_key_is_its_own_and_each_store_has_its_own_key() {
+        let with_path = |id: &str, path: Option<&str>| Hit {
+            metadata: match path {
+                Some(path) => {
+                    Metadata::from_map(serde_json::json!({ "path": path }).as_object().unwrap())
+                }
+                None => Metadata::default(),
+            },
+            ..hit(id, 0.5)
+        };
+        let path = By::Key(KeyPath::Metadata("path".into()));
+        // a is keyed by metadata.path, b by its ids: a's "n1" (path "notes/x") is b's "notes/x";
+        // a's "n2" has no path, so it is not b's "n2".
+        let a = RankedList::new(
+            1.0,
+            0.0,
+            vec![with_path("n1", Some("notes/x")), with_path("n2", None)],
+        );
+        let b = list(1.0, 0.0, &[("n2", 0.9), ("notes/x", 0.8)]);
+        assert_eq!(
+            merged(vec![told(path, a), by_id(b)], 10),
+            rows(&[
+                ("0:n1@1 +1:notes/x@2", 1.0 / 61.0 + 1.0 / 62.0),
+                ("1:n2@1", 1.0 / 61.0),
+                ("0:n2@2", 1.0 / 62.0),
+            ])
+        );
+    }
+
+    #[test]
+    fn floors_apply_per_store_before_identity_and_n_counts_documents() {
+        // a's x is under its floor: a's rank 1 is y, and x is b's alone.
+        assert_eq!(
+            merged(
+                vec![
+                    by_id(list(1.0, 0.5, &[("x", 0.4), ("y", 0.9)])),
+                    by_id(list(1.0, 0.0, &[("x", 0.1), ("y", 0.1)])),
+                ],
+                10
+            ),
+            rows(&[
+                ("0:y@1 +1:y@2", 1.0 / 61.0 + 1.0 / 62.0),
+                ("1:x@1", 1.0 / 61.0)
+            ])
+        );
+        // Three stores of the same two documents: six hits, two documents, and n = 1 keeps one
+        // document, with all three of its stores.
+        let three = || {
+            (0..3)
+                .map(|_| by_id(list(1.0, 0.0, &[("u", 0.9), ("v", 0.8)])))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(merged(three(), 10).len(), 2);
+        assert_eq!(
+            merged(three(), 1),
+            rows(&[("0:u@1 +1:u@1 +2:u@1", 1.0 / 61.0 + 1.0 / 61.0 + 1.0 / 61.0)])
+        );
+        let mut order = Order::new(three(), 60);
+        assert_eq!(order.len(), 2);
+        // Any hit of a document is at the document's place.
+        assert_eq!(order.place(2, 2), order.at(1));
+    }
+
+    #[test]
+    fn content_identity_merges_forms_of_one_text_and_never_different_texts() {
+        let texts = |texts: &[&str]| {
+            let hits = (texts.iter().enumerate())
+                .map(|(i, text)| Hit {
+                    content: (*text).to_owned(),
+                    ..hit(&format!("h{i}"), 0.5)
+                })
+                .collect();
+            told(By::Content, RankedList::new(1.0, 0.0, hits))
+        };
+        assert_eq!(
+            merged(
+                vec![
+                    texts(&["The Straße café", "a different note"]),
+                    texts(&["the  STRASSE\ncafe\u{301}", "a different note!"]),
+                ],
+                10
+            ),
+            rows(&[
+                ("0:h0@1 +1:h0@1", 2.0 / 61.0),
+                ("0:h1@2", 1.0 / 62.0),
+                ("1:h1@2", 1.0 / 62.0),
+            ])
+        );
+    }
+
     #[test]
     fn keep_builds_no_hit_past_the_ones_it_needs() {
         let built = std::cell::Cell::new(0);
@@ -512,14 +1023,15 @@ mod tests {
 
     fn arb_lists() -> impl Strategy<Value = Vec<RankedList>> {
         let hits = prop::collection::vec(0.0001f64..1.0, 0..12);
-        let one = (0.1f64..5.0, hits).prop_map(|(weight, rels)| RankedList {
-            weight,
-            floor: 0.0,
-            hits: rels
-                .iter()
-                .enumerate()
-                .map(|(i, rel)| hit(&format!("h{i}"), *rel))
-                .collect(),
+        let one = (0.1f64..5.0, hits).prop_map(|(weight, rels)| {
+            RankedList::new(
+                weight,
+                0.0,
+                rels.iter()
+                    .enumerate()
+                    .map(|(i, rel)| hit(&format!("h{i}"), *rel))
+                    .collect(),
+            )
         });
         prop::collection::vec(one, 0..6)
     }
@@ -568,6 +1080,33 @@ mod tests {
             let all: Vec<_> = fuse(lists, 60, n).iter().map(key).collect();
             let some: Vec<_> = fuse(kept, 60, n).iter().map(key).collect();
             prop_assert_eq!(all, some);
+        }
+
+        /// Identity on, with no document in two stores, is the answer without it (and every
+        /// row's `also` is empty).
+        #[test]
+        fn identity_with_nothing_shared_is_the_answer_without_it(
+            lists in arb_lists(),
+            n in 0usize..80,
+        ) {
+            let key = |f: &Fused| (f.list, f.rank, f.score.to_bits(), f.hit.id.clone(), f.also.len());
+            let plain: Vec<_> = fuse(lists.clone(), 60, n).iter().map(key).collect();
+            let unique = (lists.into_iter().enumerate())
+                .map(|(i, mut list)| {
+                    for hit in &mut list.hits {
+                        hit.id = format!("{i}-{}", hit.id);
+                    }
+                    by_id(list)
+                })
+                .collect();
+            let on: Vec<_> = fuse(unique, 60, n)
+                .iter()
+                .map(key)
+                .map(|(list, rank, score, id, also)| {
+                    (list, rank, score, id.split_once('-').unwrap().1.to_owned(), also)
+                })
+                .collect();
+            prop_assert_eq!(plain, on);
         }
 
         #[test]

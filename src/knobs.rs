@@ -357,6 +357,7 @@ mod tests {
             managed: false,
             auth: false,
             description: None,
+            identity_key: None,
             status: StoreStatus::Active,
             breaker: None,
         }
@@ -372,11 +373,11 @@ mod tests {
         "per_store_timeout_s": 2.5, "authority_margin": 0.5, "min_per_store": 2,
         "budget_tokens": 900, "edges_enabled": true, "edge_budget": 4,
         "satellite_edges_enabled": true, "satellite_budget": 5, "hops": 2, "hop_terms": 6,
-        "hop_budget": 7}"#;
+        "hop_budget": 7, "identity": "key"}"#;
     /// The file before, and after changing every knob.
     const WAS: &str =
         "federation:\n  k: 60\n  edges_enabled: false\n  satellite_edges_enabled: false\n";
-    const NOW: &str = "federation:\n  k: 61\n  n_results: 13\n  fetch_multiplier: 4\n  per_store_timeout_s: 3.5\n  authority_margin: 0.25\n  min_per_store: 3\n  budget_tokens: 800\n  edges_enabled: true\n  edge_budget: 8\n  satellite_edges_enabled: true\n  satellite_budget: 9\n  hops: 3\n  hop_terms: 10\n  hop_budget: 11\n";
+    const NOW: &str = "federation:\n  k: 61\n  n_results: 13\n  fetch_multiplier: 4\n  per_store_timeout_s: 3.5\n  authority_margin: 0.25\n  min_per_store: 3\n  budget_tokens: 800\n  edges_enabled: true\n  edge_budget: 8\n  satellite_edges_enabled: true\n  satellite_budget: 9\n  hops: 3\n  hop_terms: 10\n  hop_budget: 11\n  identity: content\n";
 
     fn all_knobs() -> Vec<String> {
         let mut keys: Vec<String> = TABLE

@@ -17,6 +17,8 @@
 //! - [`metadata`]: a hit's metadata kept as one JSON text, written once, passed through.
 //! - [`chain`]: where a search stands among callosums: via ids, depth, call budget.
 //! - [`jsonrpc`]: JSON-RPC framing in front of rmcp (answers what rmcp leaves out).
+//! - [`identity`]: which hits of several stores are one document (a search's identity, a store's
+//!   `identity_key`, a content's normal form).
 //! - [`config`]: the YAML file plus `SEREN_SCC_*` overrides, parsed into a validated [`config::Config`]; the knob table.
 //! - [`fusion`]: pure weighted RRF over ranked lists.
 //! - [`api`]: the wire types both edges speak.
@@ -53,6 +55,7 @@ pub mod guard;
 pub mod health;
 pub mod hosts;
 pub mod http;
+pub mod identity;
 pub mod jsonrpc;
 pub mod keychain;
 pub mod knobs;

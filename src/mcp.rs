@@ -151,6 +151,18 @@ fn arguments<T: serde::de::DeserializeOwned>(arguments: JsonObject) -> Result<T,
         .map_err(|why| format!("invalid arguments: {why}"))
 }
 
+/// The `search` tool's arguments: the search's own fields decoded apart from `format`, since
+/// serde loses a field's path inside a flattened struct and a refusal must name the field
+/// (`invalid arguments: identity: unknown variant ...`, as `POST /search` words it).
+fn search_arguments(mut args: JsonObject) -> Result<SearchToolRequest, String> {
+    let format = args.remove("format").filter(|format| !format.is_null());
+    let search = arguments(args)?;
+    let format = (format.map(decode_value))
+        .transpose()
+        .map_err(|why| format!("invalid arguments: format: {why}"))?;
+    Ok(SearchToolRequest { search, format })
+}
+
 fn refused(refusal: Refusal) -> String {
     refusal.detail
 }
@@ -220,7 +232,7 @@ and the shaping steps that moved it) and which hits were left out. Read-only.",
         extensions: Extensions,
     ) -> Result<CallToolResult, String> {
         self.authorized(&extensions, "search", Scope::Read)?;
-        let args: SearchToolRequest = arguments(args)?;
+        let args = search_arguments(args)?;
         // A callosum that fans this one through MCP says where the search stands in `_meta`.
         let chain = Chain::from_meta(&meta.0.0);
         let started = Instant::now();

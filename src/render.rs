@@ -32,6 +32,9 @@ pub fn compact(answer: &SearchAnswer) -> String {
             hit.id,
             one_line(&hit.content)
         );
+        if let Some(also) = also(hit) {
+            let _ = writeln!(out, "   {also}");
+        }
         if let Some(explain) = &hit.explain {
             let _ = writeln!(out, "   why: {}", one_line(&explain.why));
         }
@@ -74,6 +77,22 @@ pub fn place(hit: &Hit) -> String {
     }
 }
 
+/// The other stores that returned a hit's document (identity on), as `also in b #2 (id x), c
+/// #1`; `None` when there are none. An id is named only where it differs from the hit's.
+pub fn also(hit: &Hit) -> Option<String> {
+    let others = hit.also_from.as_deref().filter(|also| !also.is_empty())?;
+    let each: Vec<String> = (others.iter())
+        .map(|also| {
+            if also.id == hit.id {
+                format!("{} #{}", also.store, also.store_rank)
+            } else {
+                format!("{} #{} (id {})", also.store, also.store_rank, also.id)
+            }
+        })
+        .collect();
+    Some(format!("also in {}", each.join(", ")))
+}
+
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -114,6 +133,7 @@ mod tests {
             native_score: None,
             raw_distance: None,
             metadata: Metadata::from_map(&map),
+            also_from: None,
             explain: None,
         }
     }

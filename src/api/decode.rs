@@ -63,6 +63,7 @@ const KNOWN_FIELDS: &[&str] = &[
     "timeout_s",
     "tls_ca_file",
     "options",
+    "identity_key",
     "hits",
     "id",
     "content",
@@ -83,6 +84,7 @@ const KNOWN_FIELDS: &[&str] = &[
     "store_rank",
     "base_relevance",
     "native_score",
+    "also_from",
 ];
 
 /// A decode error worded without any value the store sent: `hits[0].score: invalid type: string,

@@ -20,6 +20,7 @@ mod status;
 mod stores;
 
 pub use crate::config::TextFormat;
+pub use crate::identity::Identity;
 pub use decode::{decode_json, decode_value, value_free};
 pub use knobs::{
     ConfigureRequest, Configured, KnobRow, KnobSources, KnobsAnswer, ServerKnobs, StoreKnob,
@@ -27,8 +28,8 @@ pub use knobs::{
 };
 pub use refusal::{Refusal, RefusalKind};
 pub use search::{
-    Dropped, Explain, Hit, NameReason, SearchAnswer, SearchRequest, SearchToolRequest, Step,
-    StepKind,
+    AlsoFrom, Contribution, Dropped, Explain, Hit, NameReason, SearchAnswer, SearchRequest,
+    SearchToolRequest, Step, StepKind,
 };
 pub use stores::{
     Added, BreakerState, HealthAnswer, HealthStatus, Info, NewMcpStore, NewStore, PresetRow,

@@ -14,6 +14,7 @@ impl NewStore {
         "floor",
         "token",
         "description",
+        "identity_key",
     ];
 
     /// The first key given that is not taken here, if any.

@@ -2,6 +2,7 @@
 //! fused answer, hit by hit, with `explain`'s why. Plain types and their constructors.
 
 use crate::config::TextFormat;
+use crate::identity::Identity;
 use crate::metadata::Metadata;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,15 @@ pub struct SearchRequest {
     /// and `explain_dropped` lists the best hits the page or n_results left out. Default false.
     #[serde(default)]
     pub explain: bool,
+    /// Treat hits that several stores return for the same document as one hit: "key" (the
+    /// stores' identity_key values, by default their ids, are equal), "content" (their texts are
+    /// equal, ignoring case, spacing and Unicode compatibility forms) or "none" (each store's
+    /// hit is its own). A document's score is then the sum of what each of its stores gives it,
+    /// and every hit lists the other stores that returned it in `also_from`. Default: the
+    /// callosum's configured identity (none unless set).
+    #[serde(default)]
+    #[schemars(with = "Identity")]
+    pub identity: Option<Identity>,
 }
 
 /// The MCP `search` tool's arguments: a search, and how its text block is written.
@@ -60,6 +70,7 @@ impl SearchRequest {
             stores: None,
             exclude_stores: None,
             explain: false,
+            identity: None,
         }
     }
 }
@@ -106,15 +117,35 @@ pub struct Explain {
     pub floor: f64,
     /// The RRF constant.
     pub k: u32,
-    /// Its RRF contribution, `weight / (k + store_rank)`: the hit's `score`. Null for an edge,
-    /// which follows a hit instead of being ranked.
+    /// Its RRF contribution, `weight / (k + store_rank)`: the hit's `score` (with identity on,
+    /// its own store's part of it). Null for an edge, which follows a hit instead of being
+    /// ranked.
     #[schemars(with = "f64")]
     pub contribution: Option<f64>,
+    /// With identity on: every store's contribution to the hit's document, its own first, then
+    /// `also_from`'s in roster order; they sum to its `score`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<Contribution>")]
+    pub contributions: Option<Vec<Contribution>>,
     /// Each shaping step that moved or kept it, in the order they ran; empty when the fused
     /// order alone put it where it is.
     pub steps: Vec<Step>,
     /// All of the above in one short line.
     pub why: String,
+}
+
+/// One store's contribution to a document's score (`explain` with identity on).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Contribution {
+    pub store: String,
+    /// That store's id for the document.
+    pub id: String,
+    /// Its rank in that store's answer, after the floor.
+    pub store_rank: u32,
+    /// That store's weight in this search.
+    pub weight: f64,
+    /// `weight / (k + store_rank)`.
+    pub contribution: f64,
 }
 
 /// One shaping step that acted on a hit.
@@ -214,7 +245,8 @@ pub struct Hit {
     pub id: String,
     /// The text itself.
     pub content: String,
-    /// The fused RRF score it was ranked by: `weight / (k + store_rank)`.
+    /// The fused RRF score it was ranked by: `weight / (k + store_rank)`, summed over every
+    /// store that returned the document when identity is on.
     pub score: f64,
     /// Its 1-based rank in its store's answer, after the store's floor.
     pub store_rank: u32,
@@ -226,10 +258,28 @@ pub struct Hit {
     pub raw_distance: Option<f64>,
     /// Whatever else the store said about it: a JSON object.
     pub metadata: Metadata,
+    /// With identity on (and only then): the other stores that returned the same document, in
+    /// roster order, each with its id, rank and contribution to `score`; empty when none did.
+    /// `store`, `id` and `store_rank` above are the hit of the largest contribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<AlsoFrom>")]
+    pub also_from: Option<Vec<AlsoFrom>>,
     /// With `explain`: why it is where it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Explain")]
     pub explain: Option<Explain>,
+}
+
+/// Another store's hit of the same document (identity on).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AlsoFrom {
+    pub store: String,
+    /// That store's id for it.
+    pub id: String,
+    /// Its rank in that store's answer, after the floor.
+    pub store_rank: u32,
+    /// That store's part of the hit's `score`: `weight / (k + store_rank)`.
+    pub contribution: f64,
 }
 
 /// A store name and a reason.

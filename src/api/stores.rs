@@ -22,6 +22,8 @@ pub struct Stores {
     pub shaping: crate::config::Shaping,
     /// Each store is asked for `n_results * fetch_multiplier` hits.
     pub fetch_multiplier: usize,
+    /// Which hits of several stores are one document (`none`, `key`, `content`).
+    pub identity: crate::identity::Identity,
     /// The knobs this service reads (5.3.0's names).
     pub supported_knobs: Vec<String>,
     /// The store types this service can fan.
@@ -67,6 +69,10 @@ pub struct StoreRow {
     /// What the store holds, in one line, as its entry says (`description:`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Which field of its hits names the document under `identity: key`, when its entry sets
+    /// one (`id` otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_key: Option<String>,
     /// `active`, `disabled`, or `skipped: <reason>`.
     pub status: StoreStatus,
     /// For an active store, its circuit breaker: `closed`, `open` or `probing`.
@@ -214,6 +220,11 @@ pub struct NewStore {
     #[serde(default)]
     #[schemars(with = "String")]
     pub description: Option<String>,
+    /// Which field of its hits names the document when a search treats hits of several stores
+    /// as one (`identity: "key"`): `id` (the default), `content` or `metadata.<name>`.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub identity_key: Option<String>,
     /// `mcp` stores only: the mapping of one tool's result to ranked hits. Every key but `tool`
     /// has a default; a `preset` fills them for a known server.
     #[serde(flatten)]

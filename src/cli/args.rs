@@ -146,6 +146,10 @@ pub struct SearchArgs {
     /// `explain` and `explain_dropped`).
     #[arg(long)]
     pub explain: bool,
+    /// Which hits of several stores are one document, for this search (default:
+    /// federation.identity): none, key (equal identity_key values) or content (equal texts).
+    #[arg(long, value_name = "HOW", value_parser = ["none", "key", "content"])]
+    pub identity: Option<String>,
     /// Print the answer as JSON, exactly as POST /search gives it.
     #[arg(long)]
     pub json: bool,

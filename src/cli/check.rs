@@ -118,6 +118,14 @@ fn check_header(config: &Config) -> String {
         "packet:  {}",
         config.federation.knobs.shaping.describe().join("; ")
     );
+    let identity = config.federation.knobs.identity;
+    if identity.is_on() {
+        let _ = writeln!(
+            out,
+            "identity: {} (hits of several stores that are one document are summed)",
+            identity.name()
+        );
+    }
     if let Some(why) = &config.server.token_error {
         let _ = writeln!(out, "error:   {why}; serve refuses to start");
     }

@@ -79,6 +79,7 @@ fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Result
                 timeout: None,
                 tls_ca_file: None,
                 description: Some(store.description.to_owned()),
+                identity_key: None,
                 options: serde_json::Map::new(),
             }))
         })

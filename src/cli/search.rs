@@ -28,6 +28,7 @@ async fn search(config: Config, args: SearchArgs) -> anyhow::Result<ExitCode> {
                 exclude_stores: (!args.exclude_stores.is_empty())
                     .then(|| args.exclude_stores.clone()),
                 explain: args.explain,
+                identity: args.identity.as_deref().and_then(api::Identity::parse),
             },
             &Chain::root(),
         )
@@ -93,6 +94,9 @@ fn render_table(answer: &api::SearchAnswer) -> String {
             number(hit.native_score),
             number(hit.raw_distance),
         );
+        if let Some(also) = crate::render::also(hit) {
+            let _ = writeln!(out, "     {}", printable(&also));
+        }
         if let Some(explain) = &hit.explain {
             let _ = writeln!(out, "     why: {}", printable(&explain.why));
         }

@@ -12,6 +12,7 @@
 //! of `api::SearchRequest` too, whose schema is the MCP `search` tool's.
 
 use super::scalar::Flag;
+use crate::identity::Identity;
 use crate::limits::{MAX_BUDGET_TOKENS, MAX_EDGE_BUDGET, MAX_HOPS, MAX_N_RESULTS};
 use schemars::JsonSchema;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess};
@@ -33,6 +34,8 @@ pub struct Knobs {
     pub per_store_timeout: Duration,
     /// How the fused list is shaped into the packet.
     pub shaping: Shaping,
+    /// Which hits of several stores are one document (a search's own `identity` wins).
+    pub identity: Identity,
     /// Per-store weight and floor set at run time, by store name. Kept across changes of other
     /// stores, dropped with their own. Always empty as the file sets the knobs.
     pub stores: BTreeMap<String, Override>,
@@ -97,6 +100,7 @@ impl Default for Knobs {
                 hop_terms: 0,
                 hop_budget: 0,
             },
+            identity: Identity::None,
             stores: BTreeMap::new(),
         };
         for knob in TABLE {
@@ -344,6 +348,19 @@ pub const TABLE: &[Knob] = &[
         set: |k, v| k.shaping.hop_budget = count(v),
         copy: |to, from| to.shaping.hop_budget = from.shaping.hop_budget,
     },
+    Knob {
+        name: "identity",
+        what: "which hits of several stores are one document, scored as the sum of their stores' \
+               contributions: none (each store's hit is its own), key (equal identity_key \
+               values, a store's id by default) or content (equal texts)",
+        rule: Rule::Choice(Identity::WORDS),
+        default: Given::Word("none"),
+        file: true,
+        per_call: true,
+        get: |k| k.identity.name().into(),
+        set: |k, v| k.identity = v.as_str().and_then(Identity::parse).unwrap_or_default(),
+        copy: |to, from| to.identity = from.identity,
+    },
 ];
 
 /// The order 5.3.0's `GET /knobs` lists the knobs in (and so the viewer's Knobs tab), which is
@@ -364,6 +381,8 @@ pub const LISTED: &[&str] = &[
     "hops",
     "hop_terms",
     "hop_budget",
+    // Not 5.3.0's: after its knobs.
+    "identity",
 ];
 
 /// The knobs in `GET /knobs`' order.
@@ -578,7 +597,8 @@ mod tests {
             r#"{"k": 7, "n_results": 9, "fetch_multiplier": 4, "per_store_timeout_s": 2.5,
             "authority_margin": 0.5, "min_per_store": 2, "budget_tokens": 700,
             "edges_enabled": true, "edge_budget": 5, "satellite_edges_enabled": true,
-            "satellite_budget": 6, "hops": 2, "hop_terms": 3, "hop_budget": 8}"#,
+            "satellite_budget": 6, "hops": 2, "hop_terms": 3, "hop_budget": 8,
+            "identity": "key"}"#,
         )
         .unwrap();
         let mut problems = Vec::new();
@@ -671,7 +691,7 @@ mod tests {
             "{unknown}"
         );
         assert!(
-            unknown.contains("`hop_budget`, `stores` at line 1"),
+            unknown.contains("`hop_budget`, `identity`, `stores` at line 1"),
             "{unknown}"
         );
     }

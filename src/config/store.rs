@@ -3,6 +3,7 @@
 
 use super::kind::{EntryKind, StoreKind};
 use super::scalar::{Flag, Scalar};
+use crate::identity::KeyPath;
 use crate::keychain::Pointer;
 use crate::limits::MAX_DESCRIPTION_CHARS;
 use crate::secret::Secret;
@@ -48,6 +49,9 @@ pub struct StoreEntry {
     /// What the store holds, in one line, for a model choosing where to aim a search (the MCP
     /// `search` tool's description lists it).
     pub description: Option<String>,
+    /// Which field of its hits names the document when a search has `identity: key` (`id` when
+    /// not set).
+    pub identity_key: Option<KeyPath>,
     /// Adapter extras (`search_path`, `project`, `include_*`) and any unknown key of the entry.
     pub options: Map<String, Value>,
 }
@@ -142,6 +146,9 @@ impl StoreEntry {
         if let Some(description) = &self.description {
             object.insert("description".into(), description.clone().into());
         }
+        if let Some(key) = &self.identity_key {
+            object.insert("identity_key".into(), key.to_string().into());
+        }
         if !self.options.is_empty() {
             object.insert("options".into(), Value::Object(self.options.clone()));
         }
@@ -170,6 +177,7 @@ pub struct RawStoreEntry {
     pub timeout_s: Option<f64>,
     pub tls_ca_file: Option<String>,
     pub description: Option<String>,
+    pub identity_key: Option<String>,
     pub options: Map<String, Value>,
     /// Keys that were read and deliberately dropped (aliases that lost to the short key, `managed`).
     pub dropped: Vec<String>,
@@ -248,6 +256,9 @@ impl RawStoreEntry {
             }
             "description" => {
                 self.description = map.next_value::<Option<Scalar>>()?.map(|s| s.0);
+            }
+            "identity_key" => {
+                self.identity_key = map.next_value::<Option<Scalar>>()?.map(|s| s.0);
             }
             "options" => {
                 let options: Option<Map<String, Value>> = map.next_value()?;
@@ -335,6 +346,10 @@ impl RawStoreEntry {
         };
         let description =
             check_description(self.description).map_err(|why| field("description", why))?;
+        let identity_key = match non_blank(&self.identity_key) {
+            None => None,
+            Some(path) => Some(KeyPath::parse(path).map_err(|why| field("identity_key", why))?),
+        };
         Ok(Ok(StoreEntry {
             name,
             kind,
@@ -348,6 +363,7 @@ impl RawStoreEntry {
             timeout,
             tls_ca_file,
             description,
+            identity_key,
             options: self.options,
         }))
     }

@@ -1199,3 +1199,41 @@ fn docs_https_snippet_parses() {
         Some(std::path::Path::new("/etc/seren/internal-ca.pem"))
     );
 }
+
+#[test]
+fn identity_is_a_knob_and_identity_key_a_checked_store_path() {
+    let config = parse(
+        "federation:\n  identity: key\n  stores:\n    - name: notes\n      type: seren_loci\n      url: http://x\n      identity_key: metadata.path\n    - name: facts\n      type: seren_loci\n      url: http://y\n",
+    )
+    .unwrap();
+    assert_eq!(
+        config.federation.knobs.identity,
+        crate::identity::Identity::Key
+    );
+    let keys: Vec<Option<String>> = (config.federation.stores.iter())
+        .map(|entry| {
+            let entry = entry.as_ref().unwrap();
+            assert!(entry.options.is_empty(), "identity_key is no option");
+            entry.identity_key.as_ref().map(ToString::to_string)
+        })
+        .collect();
+    assert_eq!(keys, [Some("metadata.path".to_owned()), None]);
+    assert_eq!(
+        parse("").unwrap().federation.knobs.identity,
+        crate::identity::Identity::None
+    );
+    let message = error("federation:\n  identity: fuzzy\n");
+    assert!(
+        message.contains("unknown federation.identity 'fuzzy'; valid: ['none', 'key', 'content']"),
+        "{message}"
+    );
+    for bad in ["meta.path", "metadata.", "path"] {
+        let message = error(&format!(
+            "federation:\n  stores:\n    - name: notes\n      type: seren_loci\n      url: http://x\n      identity_key: {bad}\n"
+        ));
+        assert!(
+            message.contains("store 'notes': identity_key must be id, content or metadata.<name>"),
+            "{bad}: {message}"
+        );
+    }
+}

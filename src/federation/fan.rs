@@ -5,6 +5,7 @@
 use super::spend::Spend;
 use crate::chain::{Chain, MAX_DEPTH};
 use crate::health::{Admission, Health, Outcome};
+use crate::identity::Identity;
 use crate::knobs::Knobs;
 use crate::metrics::Metrics;
 use crate::packet::Cut;
@@ -20,6 +21,8 @@ pub(super) struct Hop<'a> {
     pub(super) knobs: &'a Knobs,
     pub(super) query: &'a str,
     pub(super) cut: &'a Cut,
+    /// Which hits are one document in this search (the knob, or the search's own `identity`).
+    pub(super) identity: Identity,
     pub(super) ask: usize,
     /// How many of each store's hits past its floor the first round can use: `cut.rows` for a
     /// plain cut without `explain` (fusion reads no further, see [`store::Keep`]), else all.

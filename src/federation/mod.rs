@@ -281,6 +281,7 @@ impl Federation {
             budget,
         );
         let ask = packet::ask(n, knobs.fetch_multiplier, budget);
+        let identity = request.identity.unwrap_or(knobs.identity);
         let fan = self.roster.fan();
         let aimed = fan.aimed(request.stores.as_deref(), request.exclude_stores.as_deref())?;
         let fan = aimed.as_ref().unwrap_or(&fan);
@@ -292,8 +293,11 @@ impl Federation {
             knobs: &knobs,
             query,
             cut: &cut,
+            identity,
             ask,
-            keep: cut.rows.filter(|_| cut.is_plain() && !request.explain),
+            // With identity on, a hit past a store's first `n` may be part of a document among
+            // the best `n` (its other stores lift it): every hit is read.
+            keep: (cut.rows).filter(|_| cut.is_plain() && !request.explain && !identity.is_on()),
             chains,
             spend: &spend,
             roster: &self.roster,
@@ -328,8 +332,12 @@ impl Federation {
         .await;
         // What follows the ranked rows never changes them: only its own rows are counted again.
         let tokens = ranked_cost + packet_cost(rows[ranked..].iter().map(|row| &row.hit));
-        let (hits, explain_dropped) =
-            shape::hits(rows, trace, (&first.answered, &cut, ranked), (fan, &knobs));
+        let (hits, explain_dropped) = shape::hits(
+            rows,
+            trace,
+            (&first.answered, &cut, ranked, identity),
+            (fan, &knobs),
+        );
         Ok(SearchAnswer {
             query: query.to_owned(),
             hits,
@@ -407,6 +415,7 @@ impl Federation {
             n_results: knobs.n_results,
             shaping: knobs.shaping.clone(),
             fetch_multiplier: knobs.fetch_multiplier,
+            identity: knobs.identity,
             supported_knobs: crate::config::supported()
                 .map(|knob| knob.name.to_owned())
                 .collect(),

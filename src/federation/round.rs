@@ -6,26 +6,23 @@ use crate::api::NameReason;
 use crate::fusion::RankedList;
 use crate::packet::{self, Cut, Row};
 use crate::store;
-use crate::store::Bound;
 
 /// One round's answers: who answered (their lists, in roster order) and who gave nothing.
-pub(super) struct Round<'a> {
+pub(super) struct Round {
     pub(super) answered: Vec<String>,
     lists: Vec<RankedList>,
-    bound: Vec<&'a Bound>,
     pub(super) failed: Vec<NameReason>,
 }
 
-impl<'a> Round<'a> {
+impl Round {
     pub(super) fn collect(
-        round: &Hop<'a>,
+        round: &Hop<'_>,
         results: Vec<Result<Vec<store::Hit>, Unanswered>>,
     ) -> Self {
         let fan = round.fan;
         let mut collected = Round {
             answered: Vec::new(),
             lists: Vec::new(),
-            bound: Vec::new(),
             failed: Vec::new(),
         };
         for (bound, result) in fan.bound.iter().zip(results) {
@@ -33,11 +30,11 @@ impl<'a> Round<'a> {
                 Ok(hits) => {
                     let (weight, floor) = round.knobs.weight_and_floor(bound);
                     collected.answered.push(bound.name.clone());
-                    collected.bound.push(bound);
                     collected.lists.push(RankedList {
                         weight,
                         floor,
                         hits,
+                        identity: round.identity.by(bound.entry.identity_key.as_ref()),
                     });
                 }
                 Err(why) => {
@@ -57,10 +54,10 @@ impl<'a> Round<'a> {
 
     /// The round's lists fused and cut into rows (the lists are used up).
     pub(super) fn rank(&mut self, cut: &Cut) -> Vec<Row> {
-        let bound = &self.bound;
+        let names = &self.answered;
         packet::rank(std::mem::take(&mut self.lists), cut)
             .into_iter()
-            .map(|fused| Row::fused(&bound[fused.list].name, fused))
+            .map(|fused| Row::fused(fused, names))
             .collect()
     }
 
@@ -71,10 +68,10 @@ impl<'a> Round<'a> {
         cut: &Cut,
         max_dropped: usize,
     ) -> (Vec<Row>, packet::Trace) {
-        let bound = &self.bound;
+        let names = &self.answered;
         let (fused, trace) = packet::rank_traced(std::mem::take(&mut self.lists), cut, max_dropped);
         let rows = (fused.into_iter())
-            .map(|fused| Row::fused(&bound[fused.list].name, fused))
+            .map(|fused| Row::fused(fused, names))
             .collect();
         (rows, trace)
     }

@@ -1,8 +1,9 @@
 //! Shaping the answer: the packet's rows as the wire's hits (each with why, for `explain`, and
 //! the rows the cut left out), and the words for a search that had no store to ask.
 
-use crate::api::{Dropped, Explain, Hit};
+use crate::api::{AlsoFrom, Dropped, Explain, Hit};
 use crate::explain;
+use crate::identity::Identity;
 use crate::knobs::Knobs;
 use crate::limits::MAX_EXPLAIN_DROPPED;
 use crate::packet::{Cut, Row, Trace};
@@ -11,21 +12,27 @@ use std::path::Path;
 
 /// The packet's `rows` as the answer's hits, in order. With `explain`'s `trace`: each hit with why
 /// it is where it is, and the best rows the cut left out. `names` are the stores that answered the
-/// first round, whose lists the `cut` fused into the first `ranked` rows.
+/// first round, whose lists the `cut` fused into the first `ranked` rows; with `identity` on,
+/// every hit says which other stores returned its document (`also_from`).
 pub(super) fn hits(
     rows: Vec<Row>,
     trace: Option<Trace>,
-    (names, cut, ranked): (&[String], &Cut, usize),
+    (names, cut, ranked, identity): (&[String], &Cut, usize, Identity),
     (fan, knobs): (&Fan, &Knobs),
 ) -> (Vec<Hit>, Option<Vec<Dropped>>) {
+    let on = identity.is_on();
     match trace {
-        None => (rows.into_iter().map(|row| wire(row, None)).collect(), None),
+        None => (
+            rows.into_iter().map(|row| wire(row, None, on)).collect(),
+            None,
+        ),
         Some(trace) => {
             let context = explain::Context {
                 trace: &trace,
                 names,
                 cut,
                 ranked,
+                identity: on,
             };
             let scale = |name: &str| {
                 (fan.bound.iter().find(|b| b.name == name))
@@ -34,7 +41,7 @@ pub(super) fn hits(
             let explains = explain::hits(&context, &rows, scale);
             let dropped = explain::dropped(&context, &rows, MAX_EXPLAIN_DROPPED);
             let hits = (rows.into_iter().zip(explains))
-                .map(|(row, why)| wire(row, Some(why)))
+                .map(|(row, why)| wire(row, Some(why), on))
                 .collect();
             (hits, Some(dropped))
         }
@@ -42,8 +49,18 @@ pub(super) fn hits(
 }
 
 /// A packet row as the wire shows it: the one place the packet's rows become `api` hits, so
-/// the packet never imports `api`.
-fn wire(row: Row, explain: Option<Explain>) -> Hit {
+/// the packet never imports `api`. `also_from` is there only when identity is on (`identity`).
+fn wire(row: Row, explain: Option<Explain>, identity: bool) -> Hit {
+    let also_from = identity.then(|| {
+        (row.also.into_iter())
+            .map(|also| AlsoFrom {
+                store: also.store,
+                id: also.id,
+                store_rank: u32::try_from(also.rank).unwrap_or(u32::MAX),
+                contribution: also.score,
+            })
+            .collect()
+    });
     Hit {
         store: row.store,
         id: row.hit.id,
@@ -54,6 +71,7 @@ fn wire(row: Row, explain: Option<Explain>) -> Hit {
         native_score: row.hit.native_score,
         raw_distance: row.hit.raw_distance,
         metadata: row.hit.metadata,
+        also_from,
         explain,
     }
 }

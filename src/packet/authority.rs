@@ -62,6 +62,7 @@ mod tests {
         RankedList {
             weight,
             floor: 0.0,
+            identity: None,
             hits: relevances
                 .iter()
                 .enumerate()

@@ -135,6 +135,7 @@ fn satellite_edge(core: &Row, episode: Episode, kind: EdgeKind, rank: usize) -> 
             metadata: Metadata::from_map(&metadata),
             satellites: None,
         },
+        also: Vec::new(),
     }
 }
 
@@ -208,6 +209,7 @@ pub fn topic_edges(
                 rank: edges.len() + 1,
                 score: 0.0,
                 hit,
+                also: Vec::new(),
             };
             if take(&edge, left) {
                 edges.push(edge);
@@ -249,6 +251,7 @@ mod tests {
                 })),
                 ..Hit::plain(id, 0.5)
             },
+            also: Vec::new(),
         }
     }
 

@@ -82,6 +82,7 @@ mod tests {
                 content: content.into(),
                 ..Hit::plain(id, 0.5)
             },
+            also: Vec::new(),
         }
     }
 

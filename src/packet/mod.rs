@@ -18,7 +18,7 @@ pub mod page;
 mod row;
 
 pub use cut::Cut;
-pub use row::{Row, Seen};
+pub use row::{Also, Row, Seen};
 
 use crate::fusion::{self, Fused, Order, Place, RankedList};
 
@@ -178,6 +178,7 @@ mod tests {
                 .map(|(store, (weight, hits))| RankedList {
                     weight,
                     floor: 0.0,
+                    identity: None,
                     hits: hits
                         .into_iter()
                         .enumerate()
@@ -404,6 +405,49 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn with_identity_the_packet_runs_on_documents_and_seats_go_by_the_bodys_store() {
+        use crate::identity::{By, KeyPath};
+        let list = |weight, ids: &[&str]| RankedList {
+            identity: Some(By::Key(KeyPath::Id)),
+            ..RankedList::new(
+                weight,
+                0.0,
+                ids.iter().map(|id| Hit::plain(id, 0.5)).collect(),
+            )
+        };
+        let lists = vec![
+            list(1.0, &["x", "y", "z"]),
+            list(1.0, &["x"]),
+            list(0.5, &["w"]),
+        ];
+        let cut = Cut {
+            k: 60,
+            rows: Some(2),
+            budget: None,
+            authority_margin: 0.0,
+            min_per_store: 1,
+        };
+        let rows = |rows: &[Fused]| {
+            (rows.iter())
+                .map(|f| (f.list, f.hit.id.clone(), f.also.len()))
+                .collect::<Vec<_>>()
+        };
+        // x is a's and b's, its body a's: b holds no body and so no seat, and the two rows are
+        // a's x (with b's part) and c's w, which its seat keeps over a's y.
+        let expected = vec![(0, "x".to_owned(), 1), (2, "w".to_owned(), 0)];
+        assert_eq!(rows(&rank(lists.clone(), &cut)), expected);
+        let (traced, trace) = rank_traced(lists, &cut, 10);
+        assert_eq!(rows(&traced), expected);
+        assert_eq!(traced[0].score, 2.0 / 61.0);
+        assert_eq!(trace.seated, [(2, 1)]);
+        // What was left out are documents: a's y and z, never b's x.
+        let dropped: Vec<&str> = (trace.dropped.iter())
+            .map(|(_, id, _)| id.as_str())
+            .collect();
+        assert_eq!(dropped, ["y", "z"]);
     }
 
     #[test]

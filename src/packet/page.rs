@@ -300,6 +300,7 @@ mod tests {
             weight,
             floor: 0.0,
             hits,
+            identity: None,
         }
     }
 

@@ -56,6 +56,7 @@ pub fn check_new_store(new: NewStore) -> Result<StoreEntry, Refusal> {
         floor: new.floor,
         token: new.token,
         description: new.description,
+        identity_key: new.identity_key,
         options,
         ..RawStoreEntry::default()
     };

@@ -291,7 +291,7 @@ fn a_key_a_store_added_here_does_not_take_is_refused_by_name() {
         body[key] = value;
         body
     };
-    let taken = "a store added here takes name, type, url, weight, floor, token, description, and for type mcp also preset, tool, query_arg, query_list, limit_arg, limit_max, arguments, shape, hits, id, content, score, distance";
+    let taken = "a store added here takes name, type, url, weight, floor, token, description, identity_key, and for type mcp also preset, tool, query_arg, query_list, limit_arg, limit_max, arguments, shape, hits, id, content, score, distance";
     for key in [
         "token_env",
         "bearer_token_env",

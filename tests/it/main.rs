@@ -14,6 +14,7 @@ mod guard;
 mod hostile;
 mod hostile_mcp;
 mod https;
+mod identity;
 mod keychain;
 mod knobs;
 #[cfg(unix)]

@@ -134,7 +134,7 @@ async fn post_stores_and_add_store_refuse_a_key_they_do_not_take_by_name() {
         assert!(detail.contains(&format!("'{key}'")), "{detail}");
         assert!(
             detail.contains(
-                "takes name, type, url, weight, floor, token, description, and for type mcp also preset, tool"
+                "takes name, type, url, weight, floor, token, description, identity_key, and for type mcp also preset, tool"
             ),
             "the keys that are taken: {detail}"
         );
