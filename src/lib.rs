@@ -21,6 +21,7 @@
 //!   `identity_key`, a content's normal form).
 //! - [`config`]: the YAML file plus `SEREN_SCC_*` overrides, parsed into a validated [`config::Config`]; the knob table.
 //! - [`fusion`]: pure weighted RRF over ranked lists.
+//! - [`eval`]: judged queries, the measures of a ranking, bootstrap intervals, TREC run files (pure).
 //! - [`api`]: the wire types both edges speak.
 //! - [`packet`]: the packet a model reads: pages, seats, the authority lead, edges, hops (pure).
 //! - [`guard`]: what keeps web pages out: the Host allow-list, the Origin check, JSON-only bodies.
@@ -48,6 +49,7 @@ pub mod api;
 pub mod chain;
 pub mod cli;
 pub mod config;
+pub mod eval;
 pub mod explain;
 pub mod federation;
 pub mod fusion;

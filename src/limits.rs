@@ -169,3 +169,19 @@ pub const KEYS_RETRY_MAX: Duration = Duration::from_secs(300);
 pub const ISSUER_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest discovery document or JWKS read from the issuer.
 pub const MAX_ISSUER_DOCUMENT_BYTES: usize = 256 * 1024;
+/// The largest judgments file `eval` reads (and the largest `queries.tsv` beside TREC qrels): the
+/// file is read whole and parsed once before anything is searched. TREC's big pooled qrels
+/// (Robust04's 311,410 judgments) are about 7 MiB; past the cap the file is refused, unread past it.
+pub const MAX_JUDGMENTS_BYTES: u64 = 16 * 1024 * 1024;
+/// The most judged queries one `eval` runs: each costs one fused search and one search per store,
+/// so this is hours of searching already; MS MARCO's dev "small" set (6,980 queries) fits.
+pub const MAX_JUDGED_QUERIES: usize = 10_000;
+/// The most judgments one query may list: TREC's pooled topics get hundreds to a couple of
+/// thousand each; a query's judgments are held in memory while its searches run.
+pub const MAX_JUDGMENTS_PER_QUERY: usize = 5_000;
+/// The longest qid (bytes): it is written into every line of every run file `eval --runs`
+/// writes, and TREC's are a few characters.
+pub const MAX_QID_BYTES: usize = 128;
+/// The highest grade a judgment may give. nDCG's gain is `2^grade - 1`: the scales in use run
+/// 0..=3 (MS MARCO, TREC DL) or 0..=4, and past 10 one document's gain (1023) drowns every other.
+pub const MAX_GRADE: u32 = 10;

@@ -15,7 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let command = Cli::parse().into_command();
-    // stdout is the answer (search, check, propose) or the MCP channel (stdio): logs stay on
+    // stdout is the answer (search, check, propose, eval) or the MCP channel (stdio): logs stay on
     // stderr, and the commands that answer on stdout log only errors.
     cli::init_logging(if command.answers_on_stdout() {
         "error"
@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => cli::demo::run(args),
         Command::Search(args) => cli::search::run(args),
         Command::Check(arg) => cli::check::run(&arg),
+        Command::Eval(args) => cli::eval::run(args),
         Command::Init(arg) => cli::init::run(&arg),
         Command::Trust(args) => cli::trust::run(&args),
         Command::Propose(args) => cli::propose::run(args),

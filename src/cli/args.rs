@@ -40,6 +40,9 @@ pub enum Command {
     /// Point at an MCP server nobody has written a mapping for: pick its search tool, call it
     /// once with --query and print the store entry that reads it, saying what was guessed.
     Propose(ProposeArgs),
+    /// Score the fusion, and each store alone, against judged queries: nDCG, Recall, MRR and P
+    /// at k, each mean with a 95% bootstrap interval, and where fusing lost to a store alone.
+    Eval(EvalArgs),
     /// Trust a config file found in the working directory (a cloned repository may carry one)
     /// to read its stores' token_env and token_keyring and run their command, as it now stands:
     /// an edit needs trust again.
@@ -155,6 +158,34 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
+#[derive(Args)]
+#[command(
+    after_help = "The judgments file is JSON Lines, one judged query a line:\n  \
+                  {\"qid\": \"q1\", \"query\": \"xavier cuda\", \"relevant\": [{\"store\": \"notes\", \"id\": \"n42\", \"grade\": 2}]}\n\
+                  or TREC qrels (qid 0 store/id grade) with a queries.tsv (qid TAB query) beside them:\n\
+                  a file whose first line starts with { is JSON Lines.\n\n\
+                  Exit codes: 0 scored; 65 the judgments are invalid (each bad line named); 66 they \
+                  cannot be read; 73 --runs cannot be written; 78 the configuration is invalid."
+)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// The judged queries: JSON Lines, or TREC qrels with a queries.tsv beside them.
+    #[arg(long, value_name = "FILE")]
+    pub judgments: PathBuf,
+    /// The cutoff: every search asks for K hits, and every measure is at K.
+    #[arg(long, value_name = "K", default_value_t = 10,
+          value_parser = clap::value_parser!(u16).range(1..=crate::limits::MAX_N_RESULTS))]
+    pub k: u16,
+    /// Print the report as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    /// Write TREC run files here (fused.run, and store.NAME.run for each store), for trec_eval,
+    /// ranx or ir_measures to read.
+    #[arg(long, value_name = "DIR")]
+    pub runs: Option<PathBuf>,
+}
+
 impl Cli {
     /// The command to run: `serve` when none is named.
     pub fn into_command(self) -> Command {
@@ -163,12 +194,12 @@ impl Cli {
 }
 
 impl Command {
-    /// Whether stdout is the command's answer (`search`, `check`, `propose`): it then logs only
+    /// Whether stdout is the command's answer (`search`, `check`, `propose`, `eval`): it then logs only
     /// errors (on stderr, as every command does).
     pub fn answers_on_stdout(&self) -> bool {
         matches!(
             self,
-            Command::Search(_) | Command::Check(_) | Command::Propose(_)
+            Command::Search(_) | Command::Check(_) | Command::Propose(_) | Command::Eval(_)
         )
     }
 }

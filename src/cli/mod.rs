@@ -9,6 +9,7 @@
 //!   reload, graceful shutdown) that the integration tests start their servers with too.
 //! - [`demo`]: `demo`, the server in front of two sample stores.
 //! - [`search`]: `search`, and the table it prints.
+//! - [`eval`]: `eval`, the fusion and each store scored against judged queries, and its table.
 //! - [`check`]: `check`: the configuration, each store, each MCP store's tools, the issuer.
 //! - [`init`]: `init`, and the MCP host entries it prints.
 //! - [`trust`]: `trust`, a config file found in the working directory trusted (or no longer).
@@ -17,6 +18,7 @@
 pub mod args;
 pub mod check;
 pub mod demo;
+pub mod eval;
 pub mod init;
 pub mod propose;
 pub mod run;
@@ -24,5 +26,7 @@ pub mod search;
 pub mod serve;
 pub mod trust;
 
-pub use args::{Cli, Command, ConfigArg, ProposeArgs, SearchArgs, ServeArgs, StdioArgs, TrustArgs};
+pub use args::{
+    Cli, Command, ConfigArg, EvalArgs, ProposeArgs, SearchArgs, ServeArgs, StdioArgs, TrustArgs,
+};
 pub use run::init_logging;

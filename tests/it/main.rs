@@ -7,6 +7,7 @@ mod aim;
 mod bounds;
 mod cli;
 mod docs;
+mod eval;
 mod fan;
 mod faults;
 mod fuzz;

@@ -277,6 +277,7 @@ async fn every_example_is_what_the_real_thing_prints() {
     http_examples(&mut examples).await;
     mcp_over_stdio(&mut examples).await;
     cli_on_the_sample_stores(&mut examples).await;
+    cli_eval(&mut examples).await;
     cli_init(&mut examples).await;
     config_error(&mut examples).await;
     examples.finish();
@@ -492,6 +493,19 @@ async fn cli_on_the_sample_stores(examples: &mut Examples) {
         .await;
         assert_eq!(codes, [Some(0)], "{}", block.at);
     }
+}
+
+/// docs/evaluation.md: `eval` over the sample stores, with `my.yaml` naming them and the
+/// judgments shown in `judged.jsonl`.
+async fn cli_eval(examples: &mut Examples) {
+    let judgments = examples.take("eval-judgments");
+    let block = examples.take("cli-eval");
+    let (memory, loci, _stores) = sample_stores().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("my.yaml"), sample_config(&memory, &loci)).unwrap();
+    std::fs::write(dir.path().join("judged.jsonl"), &judgments.body).unwrap();
+    let codes = terminal(examples, &block, dir.path(), &[], str::to_owned).await;
+    assert_eq!(codes, [Some(0)], "{}", block.at);
 }
 
 /// docs/configuration.md: `init` with a fresh home writes the starter there and prints the host

@@ -1,0 +1,318 @@
+//! `eval`, the binary as a process, against stub stores on loopback: the JSON document's numbers
+//! worked out by hand, the TREC run files, qrels with their queries.tsv, and judgments that are
+//! refused before any store is asked.
+
+use crate::support::process::*;
+use crate::support::*;
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// Two stores answering "alpha" (notes: a1, a2, a3; facts: f1, f2) and a third that is not there.
+async fn stores() -> (StubStore, StubStore, tempfile::TempDir, String) {
+    let notes = StubStore::start(Behaviour::ByQuery(vec![(
+        "alpha",
+        memory_hits(&[("a1", 0.1), ("a2", 0.2), ("a3", 0.3)]),
+    )]))
+    .await;
+    let facts = StubStore::start(Behaviour::ByQuery(vec![(
+        "alpha",
+        loci_hits(&[("f1", 0.9), ("f2", 0.8)]),
+    )]))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &config_yaml(&[
+            ("notes", "seren_memory", &notes.url, ""),
+            ("facts", "seren_loci", &facts.url, ""),
+            ("gone", "seren_memory", &closed_port_url(), ""),
+        ]),
+    );
+    (notes, facts, dir, config)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn close(value: &Value, expected: f64) -> bool {
+    (value.as_f64().unwrap() - expected).abs() < 1e-12
+}
+
+#[tokio::test]
+async fn eval_reports_each_run_and_writes_run_files() {
+    let (notes, facts, dir, config) = stores().await;
+    let judgments = write(
+        dir.path(),
+        "judgments.jsonl",
+        r#"{"query": "alpha", "relevant": [{"store": "notes", "id": "a2"}, {"store": "facts", "id": "f1", "grade": 1}, {"store": "notes", "id": "a3", "grade": 0}]}"#,
+    );
+    let runs = dir.path().join("runs");
+    let output = run(command(&[
+        "eval",
+        "-c",
+        &config,
+        "--judgments",
+        &judgments,
+        "--k",
+        "3",
+        "--json",
+        "--runs",
+        &runs.display().to_string(),
+    ]))
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    // Not a terminal: no progress line.
+    assert!(!stderr.contains("queries"), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["k"], 3);
+    assert_eq!(report["queries"], 1);
+    assert_eq!(report["bootstrap"]["resamples"], 1000);
+    let names: Vec<&str> = (report["stores"].as_array().unwrap().iter())
+        .map(|s| s["store"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["notes", "facts", "gone"]);
+
+    // By hand, two relevant documents (a2, f1), ideal DCG 1 + 1/log2(3):
+    let (l3, ideal) = (1.0 / 3f64.log2(), 1.0 + 1.0 / 3f64.log2());
+    let query = &report["per_query"][0];
+    assert_eq!(
+        (query["qid"].as_str(), query["relevant"].as_u64()),
+        (Some("1"), Some(2))
+    );
+    // The fusion, k 60: a1 and f1 tie at 1/61 (the store earlier in the roster first), then a2
+    // at 1/62: f1 at rank 2, a2 at 3.
+    let fused = &query["fused"];
+    assert!(close(&fused["ndcg"], (l3 + 0.5) / ideal), "{fused}");
+    assert!(
+        close(&fused["recall"], 1.0) && close(&fused["mrr"], 0.5),
+        "{fused}"
+    );
+    assert!(close(&fused["precision"], 2.0 / 3.0), "{fused}");
+    // notes alone: a2 at rank 2; facts alone: f1 at rank 1; gone: nothing.
+    let alone = &query["stores"];
+    assert!(close(&alone[0]["ndcg"], l3 / ideal), "{alone}");
+    assert!(
+        close(&alone[0]["mrr"], 0.5) && close(&alone[0]["recall"], 0.5),
+        "{alone}"
+    );
+    assert!(close(&alone[1]["ndcg"], 1.0 / ideal), "{alone}");
+    assert!(
+        close(&alone[1]["mrr"], 1.0) && close(&alone[1]["precision"], 1.0 / 3.0),
+        "{alone}"
+    );
+    assert!(close(&alone[2]["ndcg"], 0.0), "{alone}");
+    assert_eq!(query["best_store"], "facts");
+    assert!(
+        close(&query["delta_ndcg"], (l3 + 0.5 - 1.0) / ideal),
+        "{query}"
+    );
+    assert_eq!(query["failed"][0]["name"], "gone", "{query}");
+    // One query: each mean is its value, and so is each end of its interval.
+    for end in ["mean", "low", "high"] {
+        assert!(
+            close(&report["fused"]["ndcg"][end], (l3 + 0.5) / ideal),
+            "{report}"
+        );
+    }
+
+    // The run files: one a store and the fusion's, scores falling strictly as trec_eval reads
+    // them (a 32-bit float), the tie at 1/61 broken one step down.
+    let read = |name: &str| std::fs::read_to_string(runs.join(name)).unwrap();
+    let fused_run = read("fused.run");
+    let rows: Vec<Vec<&str>> = fused_run.lines().map(|l| l.split(' ').collect()).collect();
+    let docids: Vec<&str> = rows.iter().map(|r| r[2]).collect();
+    assert_eq!(docids, ["notes/a1", "facts/f1", "notes/a2"], "{fused_run}");
+    let scores: Vec<f64> = rows.iter().map(|r| r[4].parse().unwrap()).collect();
+    assert_eq!(scores[0], f64::from((1.0f64 / 61.0) as f32), "{fused_run}");
+    assert_eq!(scores[1], f64::from(((1.0f64 / 61.0) as f32).next_down()));
+    assert!(
+        scores.windows(2).all(|w| (w[1] as f32) < (w[0] as f32)),
+        "{fused_run}"
+    );
+    assert!(
+        rows.iter().enumerate().all(|(i, r)| r[0] == "1"
+            && r[1] == "Q0"
+            && r[3] == (i + 1).to_string()
+            && r[5] == "fused"),
+        "{fused_run}"
+    );
+    let notes_run = read("store.notes.run");
+    let docids: Vec<&str> = (notes_run.lines())
+        .map(|l| l.split(' ').nth(2).unwrap())
+        .collect();
+    assert_eq!(docids, ["notes/a1", "notes/a2", "notes/a3"], "{notes_run}");
+    assert!(
+        notes_run.lines().all(|l| l.ends_with(" notes")),
+        "{notes_run}"
+    );
+    assert_eq!(read("store.facts.run").lines().count(), 2);
+    assert_eq!(read("store.gone.run"), "");
+    // Each store was asked once by the fused search and once alone.
+    assert_eq!((notes.captured().len(), facts.captured().len()), (2, 2));
+    assert_eq!(
+        notes.captured()[0].body["n_results"],
+        6,
+        "ask: k x fetch_multiplier"
+    );
+
+    // The table a person reads.
+    let output = run(command(&[
+        "eval",
+        "-c",
+        &config,
+        "--judgments",
+        &judgments,
+        "--k",
+        "3",
+    ]))
+    .await;
+    let table = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "{table}");
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0],
+        "1 judged query, k = 3: each mean with its 95% bootstrap interval (1000 resamples)"
+    );
+    assert!(
+        lines[2].starts_with("run      nDCG@3") && lines[2].ends_with("P@3"),
+        "{table}"
+    );
+    assert!(
+        lines[3].starts_with("(fused)  0.693 [0.693, 0.693]"),
+        "{table}"
+    );
+    assert!(
+        lines[5].starts_with("facts    0.613 [0.613, 0.613]  0.500"),
+        "{table}"
+    );
+    assert!(
+        table.contains("1    +0.080  0.693  0.613  facts  alpha"),
+        "{table}"
+    );
+    assert!(
+        table.contains("  qid 1: gone: connect: connection refused"),
+        "{table}"
+    );
+}
+
+#[tokio::test]
+async fn qrels_with_their_queries_tsv_are_judgments_too() {
+    let (_notes, _facts, dir, config) = stores().await;
+    let judgments = dir.path().join("judged");
+    std::fs::create_dir(&judgments).unwrap();
+    let qrels = write(
+        &judgments,
+        "alpha.qrels",
+        "a 0 notes/a2 1\nb 0 facts/f9 2\na 0 facts/f1 1\n",
+    );
+    write(
+        &judgments,
+        "queries.tsv",
+        "a\talpha\nb\tbeta\nc\tnever judged\n",
+    );
+    let output = run(command(&[
+        "eval",
+        "-c",
+        &config,
+        "--judgments",
+        &qrels,
+        "--k",
+        "3",
+        "--json",
+    ]))
+    .await;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let queries: Vec<(&str, &str, u64)> = (report["per_query"].as_array().unwrap().iter())
+        .map(|q| {
+            (
+                q["qid"].as_str().unwrap(),
+                q["query"].as_str().unwrap(),
+                q["relevant"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(queries, [("a", "alpha", 2), ("b", "beta", 1)]);
+    let ideal = 1.0 + 1.0 / 3f64.log2();
+    assert!(close(
+        &report["per_query"][0]["fused"]["ndcg"],
+        (1.0 / 3f64.log2() + 0.5) / ideal
+    ));
+    assert!(close(&report["per_query"][1]["fused"]["ndcg"], 0.0));
+
+    // Without its queries.tsv, qrels cannot be run.
+    std::fs::remove_file(judgments.join("queries.tsv")).unwrap();
+    let output = run(command(&["eval", "-c", &config, "--judgments", &qrels])).await;
+    assert_eq!(output.status.code(), Some(66));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("queries.tsv: cannot read it"), "{stderr}");
+}
+
+#[tokio::test]
+async fn bad_judgments_are_refused_before_any_store_is_asked() {
+    let (notes, facts, dir, config) = stores().await;
+    let good = json!({"query": "alpha", "relevant": [{"store": "notes", "id": "a1"}]});
+    let judgments = write(
+        dir.path(),
+        "bad.jsonl",
+        &format!(
+            "{good}\n{}\n{}\n{{\"query\": \"x\", \"relevant\": [{{\"store\": \"notes\", \"id\": \"a\", \"grade\": 1.5}}]}}\nnot json\n",
+            json!({"relevant": [{"store": "notes", "id": "a1"}]}),
+            json!({"query": "alpha", "relevant": [{"store": "elsewhere", "id": "a1"}]}),
+        ),
+    );
+    let output = run(command(&["eval", "-c", &config, "--judgments", &judgments])).await;
+    assert_eq!(output.status.code(), Some(65));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for line in [
+        "bad.jsonl: 4 problems; nothing was searched",
+        "  line 2: query: missing",
+        "  line 3: relevant[0].store: unknown store 'elsewhere': not in the roster (its stores: notes, facts, gone)",
+        "  line 4: relevant[0].grade: must be an integer within 0..=10, got 1.5",
+        "  line 5: not JSON: expected ident at column 2",
+    ] {
+        assert!(stderr.contains(line), "{line}: {stderr}");
+    }
+    assert!(output.stdout.is_empty());
+
+    // Nor does a --runs folder that cannot be made, nor a file that is not there.
+    let good = write(dir.path(), "good.jsonl", &format!("{good}\n"));
+    let in_the_way = write(dir.path(), "a-file", "");
+    let output = run(command(&[
+        "eval",
+        "-c",
+        &config,
+        "--judgments",
+        &good,
+        "--runs",
+        &format!("{in_the_way}/runs"),
+    ]))
+    .await;
+    assert_eq!(output.status.code(), Some(73));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--runs: cannot write"));
+    let missing = dir.path().join("missing.jsonl").display().to_string();
+    let output = run(command(&["eval", "-c", &config, "--judgments", &missing])).await;
+    assert_eq!(output.status.code(), Some(66));
+    // A k a search does not take is clap's usage error.
+    let output = run(command(&[
+        "eval",
+        "-c",
+        &config,
+        "--judgments",
+        &good,
+        "--k",
+        "0",
+    ]))
+    .await;
+    assert_eq!(output.status.code(), Some(2));
+
+    assert!(notes.captured().is_empty() && facts.captured().is_empty());
+}
