@@ -176,6 +176,23 @@ pub enum Document {
     Content([u8; 32]),
 }
 
+impl Document {
+    /// The document's key as `eval` writes it (a run file's docid, a judgment's `identity`): a
+    /// key as is, a content as `sha256:` and its digest in hex.
+    pub fn key(&self) -> String {
+        match self {
+            Self::Key(key) => key.to_string(),
+            Self::Content(digest) => {
+                let mut out = String::from("sha256:");
+                for byte in digest {
+                    out.push_str(&format!("{byte:02x}"));
+                }
+                out
+            }
+        }
+    }
+}
+
 impl fmt::Display for Document {
     /// What a log line may show: a key as is (it is the store's own id or path), a content only
     /// as its digest's first bytes, in hex.

@@ -182,6 +182,10 @@ pub const MAX_JUDGMENTS_PER_QUERY: usize = 5_000;
 /// The longest qid (bytes): it is written into every line of every run file `eval --runs`
 /// writes, and TREC's are a few characters.
 pub const MAX_QID_BYTES: usize = 128;
+/// The most list entries `eval --tune` fuses while it searches settings (each setting tried costs
+/// every tuned-on query's per-store rankings once): 50 million is a few seconds of one core.
+/// Every combination is tried when they fit; past it, one knob at a time until it is spent.
+pub const MAX_TUNE_WORK: usize = 50_000_000;
 /// The highest grade a judgment may give. nDCG's gain is `2^grade - 1`: the scales in use run
 /// 0..=3 (MS MARCO, TREC DL) or 0..=4, and past 10 one document's gain (1023) drowns every other.
 pub const MAX_GRADE: u32 = 10;

@@ -184,6 +184,16 @@ pub struct EvalArgs {
     /// ranx or ir_measures to read.
     #[arg(long, value_name = "DIR")]
     pub runs: Option<PathBuf>,
+    /// Search each store's weight and the RRF k on half the queries, and check the best on the
+    /// other half beside the current setting; print the YAML and the POST /configure body that
+    /// apply it. Changes nothing itself.
+    #[arg(long)]
+    pub tune: bool,
+    /// Which hits of several stores are one document in these searches (default:
+    /// federation.identity): none, key (equal identity_key values) or content (equal texts).
+    /// With it on, a judgment may name {"identity": KEY}.
+    #[arg(long, value_name = "HOW", value_parser = ["none", "key", "content"])]
+    pub identity: Option<String>,
 }
 
 impl Cli {

@@ -10,14 +10,15 @@
 
 use super::args::EvalArgs;
 use super::run::{Load, emit, execute};
-use crate::api::{self, StoreStatus};
-use crate::chain::Chain;
 use crate::config::Config;
-use crate::eval::judgments::{self, Doc, Format, Judged};
-use crate::eval::metrics::{self, Metric};
-use crate::eval::report::{self, Failed, Outcome, Report};
+use crate::eval::evaluate::{MIN_TUNE_QUERIES, Options, Plan, Ranked, Step, evaluate};
+use crate::eval::judgments::{self, Format, Judged, Scope};
+use crate::eval::metrics::Metric;
+use crate::eval::report::{Failed, Report, Tuning};
 use crate::eval::runs;
+use crate::eval::tune::Method;
 use crate::federation::Federation;
+use crate::identity::Identity;
 use crate::limits::MAX_JUDGMENTS_BYTES;
 use crate::text::{cut, printable};
 use std::io::Write;
@@ -46,54 +47,63 @@ pub fn run(args: EvalArgs) -> ExitCode {
 
 async fn eval(config: Config, args: EvalArgs) -> anyhow::Result<ExitCode> {
     let federation = Federation::start(config).await?;
-    let fan = federation.roster().fan();
-    let roster: Vec<String> = fan.rows.iter().map(|row| row.name.clone()).collect();
-    let stores: Vec<String> = fan.bound.iter().map(|bound| bound.name.clone()).collect();
-    let skipped = (fan.rows.iter())
-        .filter_map(|row| {
-            let reason = match &row.status {
-                StoreStatus::Active => return None,
-                StoreStatus::Disabled => "disabled".to_owned(),
-                StoreStatus::Skipped(reason) => reason.clone(),
-            };
-            Some(Failed {
-                name: row.name.clone(),
-                reason,
-            })
-        })
-        .collect();
-    let judged = match read(&args.judgments, &roster) {
+    let identity = args.identity.as_deref().and_then(Identity::parse);
+    let plan = Plan::new(&federation, identity);
+    let judged = match read(&args.judgments, plan.scope()) {
         Ok(judged) => judged,
         Err(code) => return Ok(code),
     };
-    let k = usize::from(args.k);
+    if args.tune && judged.len() < MIN_TUNE_QUERIES {
+        eprintln!(
+            "seren-corpus-callosum: --tune needs at least {MIN_TUNE_QUERIES} judged queries (half \
+             to tune on, half to check on); {} has {}",
+            args.judgments.display(),
+            judged.len()
+        );
+        return Ok(ExitCode::from(EXIT_DATA));
+    }
+    let options = Options {
+        k: usize::from(args.k),
+        tune: args.tune,
+    };
     let mut files = match args
         .runs
         .as_deref()
-        .map(|dir| RunFiles::create(dir, &stores))
+        .map(|dir| RunFiles::create(dir, &plan.stores))
     {
         None => None,
         Some(Ok(files)) => Some(files),
         Some(Err(error)) => return Ok(cannot_write(&error)),
     };
-    let progress = Progress::new(judged.len());
-    let mut outcomes = Vec::with_capacity(judged.len());
-    for (done, query) in judged.iter().enumerate() {
-        progress.show(done);
-        let (outcome, fused, alone) = measure(&federation, query, &stores, k).await;
-        if let Some(files) = files.as_mut()
-            && let Err(error) = files.write(&query.qid, &fused, &alone)
-        {
-            progress.clear();
-            return Ok(cannot_write(&error));
-        }
-        outcomes.push(outcome);
-    }
+    let progress = Progress::new();
+    let report = evaluate(&federation, &plan, &judged, options, |step| {
+        let (done, total) = match step {
+            Step::Measured {
+                done,
+                total,
+                qid,
+                fused,
+                alone,
+            } => {
+                if let Some(files) = files.as_mut() {
+                    files.write(qid, fused, alone)?;
+                }
+                (done, total)
+            }
+            Step::Checked { done, total } => (done, total),
+        };
+        progress.show(done, total);
+        Ok(())
+    })
+    .await;
     progress.clear();
+    let report = match report {
+        Ok(report) => report,
+        Err(error) => return Ok(cannot_write(&error)),
+    };
     if let Some(Err(error)) = files.map(RunFiles::finish) {
         return Ok(cannot_write(&error));
     }
-    let report = report::report(k, &stores, outcomes, skipped);
     let out = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {
@@ -106,13 +116,13 @@ async fn eval(config: Config, args: EvalArgs) -> anyhow::Result<ExitCode> {
 /// Reads the judgments (and, for qrels, the `queries.tsv` beside them), each file at most
 /// [`MAX_JUDGMENTS_BYTES`], and checks them against the roster's names; says on stderr what is
 /// wrong otherwise, with the exit code.
-fn read(path: &Path, roster: &[String]) -> Result<Vec<Judged>, ExitCode> {
+fn read(path: &Path, scope: Scope) -> Result<Vec<Judged>, ExitCode> {
     let text = read_capped(path)?;
     let parsed = match Format::of(&text) {
-        Format::JsonLines => judgments::json_lines(&text, roster),
+        Format::JsonLines => judgments::json_lines(&text, scope),
         Format::Qrels => {
             let queries = path.with_file_name("queries.tsv");
-            judgments::qrels(&text, &read_capped(&queries)?, roster)
+            judgments::qrels(&text, &read_capped(&queries)?, scope)
         }
     };
     parsed.map_err(|bad| {
@@ -158,72 +168,6 @@ fn read_capped(path: &Path) -> Result<String, ExitCode> {
             EXIT_DATA,
         )
     })
-}
-
-/// A ranking as a run file holds it: each document once, with the score it was ranked by.
-type Ranked = Vec<(Doc, f64)>;
-
-/// One query's searches: the fusion's, then each store's alone, each measured; and the rankings.
-async fn measure(
-    federation: &Federation,
-    query: &Judged,
-    stores: &[String],
-    k: usize,
-) -> (Outcome, Ranked, Vec<Ranked>) {
-    let mut failed = Vec::new();
-    let fused = search(federation, &query.query, k, None, &mut failed).await;
-    let mut alone = Vec::with_capacity(stores.len());
-    for store in stores {
-        alone.push(search(federation, &query.query, k, Some(store), &mut failed).await);
-    }
-    let measured = |ranked: &Ranked| {
-        let docs: Vec<Doc> = ranked.iter().map(|(doc, _)| doc.clone()).collect();
-        metrics::scores(&docs, &query.grades, k)
-    };
-    let outcome = Outcome {
-        qid: query.qid.clone(),
-        query: query.query.clone(),
-        relevant: query.relevant(),
-        fused: measured(&fused),
-        stores: alone.iter().map(measured).collect(),
-        failed,
-    };
-    (outcome, fused, alone)
-}
-
-/// The search the service answers for `query`, `k` hits, aimed at `store` alone when named: its
-/// first `k` distinct documents. A store that failed is added to `failed` (once a query); a
-/// refused search is an empty ranking, named there too.
-async fn search(
-    federation: &Federation,
-    query: &str,
-    k: usize,
-    store: Option<&String>,
-    failed: &mut Vec<Failed>,
-) -> Ranked {
-    let mut request = api::SearchRequest::new(query);
-    request.n_results = Some(k as i64);
-    request.stores = store.map(|name| vec![name.clone()]);
-    let mut note = |name: String, reason: String| {
-        if !failed.iter().any(|f| f.name == name) {
-            failed.push(Failed { name, reason });
-        }
-    };
-    match federation.search(&request, &Chain::root()).await {
-        Ok(answer) => {
-            for entry in answer.failed {
-                note(entry.name, entry.reason);
-            }
-            let hits =
-                (answer.hits.into_iter()).map(|hit| (Doc::new(hit.store, hit.id), hit.score));
-            runs::distinct(hits, k)
-        }
-        Err(refusal) => {
-            let name = store.map_or_else(|| "(every store)".to_owned(), Clone::clone);
-            note(name, format!("search refused: {refusal}"));
-            Vec::new()
-        }
-    }
 }
 
 /// The `--runs` folder's files, open while the queries run: `fused.run` and one a store.
@@ -291,31 +235,28 @@ impl RunFiles {
     }
 }
 
-/// How far the queries are, on stderr, when stderr is a terminal (a log or a pipe gets none).
+/// How far the searches are, on stderr, when stderr is a terminal (a log or a pipe gets none).
 struct Progress {
-    total: usize,
     on: bool,
 }
 
 impl Progress {
-    fn new(total: usize) -> Self {
+    fn new() -> Self {
         use std::io::IsTerminal;
         Self {
-            total,
             on: std::io::stderr().is_terminal(),
         }
     }
 
-    /// `done` queries of the total are measured: one line, written over.
-    fn show(&self, done: usize) {
+    /// `done` queries of `total` are measured: one line, written over.
+    fn show(&self, done: usize, total: usize) {
         if self.on {
             let width = 24;
-            let filled = done * width / self.total.max(1);
+            let filled = (done * width / total.max(1)).min(width);
             eprint!(
-                "\reval [{}{}] {done}/{} queries",
+                "\reval [{}{}] {done}/{total} queries",
                 "#".repeat(filled),
                 " ".repeat(width - filled),
-                self.total
             );
         }
     }
@@ -338,9 +279,14 @@ fn table(report: &Report, judged: &[Judged]) -> String {
     // Writing to a String cannot fail.
     let _ = writeln!(
         out,
-        "{} judged quer{}, k = {k}: each mean with its {:.0}% bootstrap interval ({} resamples)",
+        "{} judged quer{}, k = {k}{}: each mean with its {:.0}% bootstrap interval ({} resamples)",
         report.queries,
         if report.queries == 1 { "y" } else { "ies" },
+        if report.identity.is_on() {
+            format!(", identity {}", report.identity.name())
+        } else {
+            String::new()
+        },
         report.bootstrap.level * 100.0,
         report.bootstrap.resamples
     );
@@ -380,6 +326,9 @@ fn table(report: &Report, judged: &[Judged]) -> String {
         );
     }
     failures(report, &mut out);
+    if let Some(tuning) = &report.tune {
+        tuned(tuning, k, &mut out);
+    }
     for skipped in &report.skipped {
         let _ = writeln!(
             out,
@@ -445,6 +394,108 @@ fn per_query(report: &Report, out: &mut String) {
             }
         );
     }
+}
+
+/// What `--tune` found: the current and the tuned setting on the held-out queries, and how to
+/// apply the tuned one.
+fn tuned(tuning: &Tuning, k: usize, out: &mut String) {
+    use std::fmt::Write;
+    let method = match tuning.method {
+        Method::Exhaustive => "every combination",
+        Method::CoordinateAscent => "one knob at a time",
+    };
+    let _ = writeln!(
+        out,
+        "\n--tune: each store's weight and RRF's k searched on {} queries ({method}, {} settings{}), \
+         then checked on the {} held out with real searches:",
+        tuning.tuned_on.len(),
+        tuning.tried,
+        if tuning.bounded {
+            ", stopped at MAX_TUNE_WORK"
+        } else {
+            ""
+        },
+        tuning.held_out.len()
+    );
+    let names: Vec<String> = (tuning.current.weights.iter())
+        .map(|w| printable(&w.store))
+        .collect();
+    let widths: Vec<usize> = names.iter().map(|n| n.chars().count().max(6)).collect();
+    let mut head = format!("{:<8}  {:>4}", "setting", "k");
+    for (name, width) in names.iter().zip(&widths) {
+        let _ = write!(head, "  {name:>width$}");
+    }
+    let _ = write!(
+        head,
+        "  {:>12}  {:<20}  {:<20}",
+        format!("nDCG@{k} tuned"),
+        format!("nDCG@{k} held out"),
+        format!("Recall@{k} held out")
+    );
+    let _ = writeln!(out, "{}", head.trim_end());
+    for (label, setting) in [("current", &tuning.current), ("tuned", &tuning.tuned)] {
+        let mut line = format!("{label:<8}  {:>4}", setting.k);
+        for (weight, width) in setting.weights.iter().zip(&widths) {
+            let _ = write!(line, "  {:>width$}", weight.weight);
+        }
+        let (ndcg, recall) = (setting.held_out.ndcg, setting.held_out.recall);
+        let _ = write!(
+            line,
+            "  {:>12.3}  {:<20}  {:<20}",
+            setting.tuned_on_ndcg,
+            format!("{:.3} [{:.3}, {:.3}]", ndcg.mean, ndcg.low, ndcg.high),
+            format!("{:.3} [{:.3}, {:.3}]", recall.mean, recall.low, recall.high)
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    let delta = tuning.delta_ndcg;
+    if !tuning.changed {
+        let _ = writeln!(
+            out,
+            "no setting tried beat the current one on the queries tuned on: it stays"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "held out, the tuned nDCG@{k} minus the current, query by query: {:+.3} [{:+.3}, {:+.3}]",
+            delta.mean, delta.low, delta.high
+        );
+        let _ = writeln!(
+            out,
+            "to apply it, in the config (nothing was changed):\n{}",
+            indent(&tuning.yaml)
+        );
+        let _ = writeln!(
+            out,
+            "or live, as POST /configure's body:\n  {}",
+            tuning.configure
+        );
+    }
+    let shown: Vec<String> = (tuning.held_out.iter().take(QUERIES_SHOWN))
+        .map(|q| printable(q))
+        .collect();
+    let _ = writeln!(
+        out,
+        "held out (split seed {:#x}): qid {}{}",
+        tuning.split_seed,
+        shown.join(", "),
+        if tuning.held_out.len() > shown.len() {
+            format!(
+                ", ... ({} in all; --json lists each)",
+                tuning.held_out.len()
+            )
+        } else {
+            String::new()
+        }
+    );
+}
+
+/// `text`'s lines, each two spaces in.
+fn indent(text: &str) -> String {
+    (text.lines())
+        .map(|line| format!("  {line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Each store that gave nothing to a query's search, bounded.

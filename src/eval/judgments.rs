@@ -7,7 +7,11 @@
 //! A judged query lists at least one judgment: a query whose documents are all judged grade 0
 //! counts (it scores 0, as trec_eval scores it), but a query nobody judged says nothing of a
 //! ranking, and trec_eval would not see it at all.
+//!
+//! With identity on (contract §2c), a judgment may name a document by its identity instead of a
+//! store and id: `{"identity": KEY}` (a qrels docid that is not `store/id` of a roster store).
 
+use crate::identity::{By, Identity};
 use crate::limits::{
     MAX_GRADE, MAX_JUDGED_QUERIES, MAX_JUDGMENTS_PER_QUERY, MAX_QID_BYTES, MAX_QUERY_BYTES,
 };
@@ -16,21 +20,87 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
-/// A document as judgments and runs name it: a store's name and that store's own id for it (a
-/// store's ids are its own, contract §2).
+/// A document as judgments and runs name it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Doc {
-    pub store: String,
-    pub id: String,
+pub enum Doc {
+    /// A store's name and that store's own id for it (a store's ids are its own, contract §2).
+    Stored { store: String, id: String },
+    /// A document by its identity (identity on): its key, as [`Scope::key`] writes it.
+    Identity(String),
 }
 
 impl Doc {
+    /// The document `id` of the store `store`.
     pub fn new(store: impl Into<String>, id: impl Into<String>) -> Self {
-        Self {
+        Self::Stored {
             store: store.into(),
             id: id.into(),
         }
     }
+}
+
+impl std::fmt::Display for Doc {
+    /// `store/id`, or the identity's key, as a run file's docid names it (unescaped).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stored { store, id } => write!(f, "{store}/{id}"),
+            Self::Identity(key) => f.write_str(key),
+        }
+    }
+}
+
+/// What judgments are read against: the roster's store names, and the identity the searches
+/// run with (which decides whether, and how, a judgment may name a document by its identity).
+#[derive(Debug, Clone, Copy)]
+pub struct Scope<'a> {
+    pub stores: &'a [String],
+    pub identity: Identity,
+}
+
+impl<'a> Scope<'a> {
+    /// The roster's `stores`, identity off.
+    pub fn stores(stores: &'a [String]) -> Self {
+        Self {
+            stores,
+            identity: Identity::None,
+        }
+    }
+
+    /// A document's identity key as judgments give it: under `key`, the key trimmed (as a
+    /// store's `identity_key` value is); under `content`, `sha256:` and the hex SHA-256 of the
+    /// text's normal form (a key already written so is taken as is, as run files write it).
+    pub fn key(&self, given: &str) -> Result<String, String> {
+        let key = match self.identity {
+            Identity::None => {
+                return Err(
+                    "identity is off: judge a document by store and id, or run eval \
+                     with --identity key|content (or federation.identity)"
+                        .to_owned(),
+                );
+            }
+            Identity::Key => given.trim().to_owned(),
+            Identity::Content if is_digest_key(given) => given.to_owned(),
+            Identity::Content => By::Content
+                .document("", given, &Default::default())
+                .map(|document| document.key())
+                .unwrap_or_default(),
+        };
+        if key.is_empty() {
+            Err("empty (a blank key names no document)".to_owned())
+        } else {
+            Ok(key)
+        }
+    }
+}
+
+/// Whether `key` is `sha256:` and 64 lowercase hex digits: a content identity's key.
+fn is_digest_key(key: &str) -> bool {
+    key.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// One judged query.
@@ -112,7 +182,7 @@ impl std::fmt::Display for Bad {
 
 /// Reads JSON Lines judgments. `roster` is every store name the roster holds. Blank lines are
 /// passed over (a line's number is still its place in the file).
-pub fn json_lines(text: &str, roster: &[String]) -> Result<Vec<Judged>, Vec<Bad>> {
+pub fn json_lines(text: &str, scope: Scope) -> Result<Vec<Judged>, Vec<Bad>> {
     let mut judged = Vec::new();
     let mut bad = Vec::new();
     let mut qids: HashMap<String, usize> = HashMap::new();
@@ -127,7 +197,7 @@ pub fn json_lines(text: &str, roster: &[String]) -> Result<Vec<Judged>, Vec<Bad>
             bad.push(at(File::Judgments, number, "", too_many_queries()));
             break;
         }
-        match json_line(line, number, roster) {
+        match json_line(line, number, scope) {
             Ok(query) => match qids.entry(query.qid.clone()) {
                 Entry::Occupied(first) => bad.push(at(
                     File::Judgments,
@@ -150,7 +220,7 @@ pub fn json_lines(text: &str, roster: &[String]) -> Result<Vec<Judged>, Vec<Bad>
 /// ignored) and the `queries.tsv` beside them (`qid<TAB>query`). A qid of the qrels must have a
 /// line in `queries.tsv`; a query there that the qrels never judge is not run (trec_eval would not
 /// score it). Queries come in the order of their first qrels line.
-pub fn qrels(qrels: &str, queries: &str, roster: &[String]) -> Result<Vec<Judged>, Vec<Bad>> {
+pub fn qrels(qrels: &str, queries: &str, scope: Scope) -> Result<Vec<Judged>, Vec<Bad>> {
     let mut bad = Vec::new();
     let texts = query_texts(queries, &mut bad);
     let mut judged: Vec<Judged> = Vec::new();
@@ -164,7 +234,7 @@ pub fn qrels(qrels: &str, queries: &str, roster: &[String]) -> Result<Vec<Judged
         if fields.is_empty() {
             continue;
         }
-        let Some(one) = qrels_line(&fields, number, roster, &mut bad) else {
+        let Some(one) = qrels_line(&fields, number, scope, &mut bad) else {
             continue;
         };
         let (qid, doc, grade) = one;
@@ -268,7 +338,7 @@ fn too_many_judgments(qid: &str) -> String {
 }
 
 /// One line of JSON Lines judgments, or everything wrong with it.
-fn json_line(line: &str, number: usize, roster: &[String]) -> Result<Judged, Vec<Bad>> {
+fn json_line(line: &str, number: usize, scope: Scope) -> Result<Judged, Vec<Bad>> {
     let here = |field: &str, why: String| at(File::Judgments, number, field, why);
     let value: Value = serde_json::from_str(line).map_err(|e| {
         // serde's words end "at line 1 column N": the line is ours, the column is what helps.
@@ -321,7 +391,7 @@ fn json_line(line: &str, number: usize, roster: &[String]) -> Result<Judged, Vec
             bad.push(here("relevant", "missing".to_owned()));
             None
         }
-        Some(Value::Array(items)) => relevant(items, roster, &here, &mut bad),
+        Some(Value::Array(items)) => relevant(items, scope, &here, &mut bad),
         Some(other) => {
             bad.push(here(
                 "relevant",
@@ -344,7 +414,7 @@ fn json_line(line: &str, number: usize, roster: &[String]) -> Result<Judged, Vec
 /// A line's `relevant` array as grades by document, saying what is wrong with each item.
 fn relevant(
     items: &[Value],
-    roster: &[String],
+    scope: Scope,
     here: &impl Fn(&str, String) -> Bad,
     bad: &mut Vec<Bad>,
 ) -> Option<HashMap<Doc, u32>> {
@@ -378,36 +448,30 @@ fn relevant(
             continue;
         };
         for key in judgment.keys() {
-            if !matches!(key.as_str(), "store" | "id" | "grade") {
+            if !matches!(key.as_str(), "store" | "id" | "grade" | "identity") {
                 bad.push(here(
                     &format!("{path}.{}", field_name(key)),
-                    "unknown field (a judgment has store, id and grade)".to_owned(),
+                    "unknown field (a judgment has store, id and grade, or identity and grade)"
+                        .to_owned(),
                 ));
             }
         }
-        let store = match judgment.get("store") {
-            None => {
-                bad.push(here(&format!("{path}.store"), "missing".to_owned()));
-                None
+        let doc = match judgment.get("identity") {
+            Some(value) => {
+                if judgment.contains_key("store") || judgment.contains_key("id") {
+                    bad.push(here(
+                        &path,
+                        "names a store and id and an identity: one or the other".to_owned(),
+                    ));
+                }
+                checked(
+                    identity_of(value, scope),
+                    "identity",
+                    &|_, why| here(&format!("{path}.identity"), why),
+                    bad,
+                )
             }
-            Some(value) => checked(
-                store_of(value, roster),
-                "store",
-                &|_, why| here(&format!("{path}.store"), why),
-                bad,
-            ),
-        };
-        let id = match judgment.get("id") {
-            None => {
-                bad.push(here(&format!("{path}.id"), "missing".to_owned()));
-                None
-            }
-            Some(value) => checked(
-                id_of(value),
-                "id",
-                &|_, why| here(&format!("{path}.id"), why),
-                bad,
-            ),
+            None => stored(judgment, scope, &path, here, bad),
         };
         let grade = match judgment.get("grade") {
             None => Some(1),
@@ -418,16 +482,15 @@ fn relevant(
                 bad,
             ),
         };
-        let (Some(store), Some(id), Some(grade)) = (store, id, grade) else {
+        let (Some(doc), Some(grade)) = (doc, grade) else {
             continue;
         };
-        let doc = Doc::new(store, id);
         match first.entry(doc.clone()) {
             Entry::Occupied(earlier) => bad.push(here(
                 &path,
                 format!(
                     "{} judged twice in this query (also relevant[{}])",
-                    escaped(&format!("{}/{}", doc.store, doc.id)),
+                    escaped(&doc.to_string()),
                     earlier.get()
                 ),
             )),
@@ -438,6 +501,49 @@ fn relevant(
         }
     }
     (bad.len() == before).then_some(grades)
+}
+
+/// A judgment's `store` and `id`, or `None` with what is wrong pushed onto `bad`.
+fn stored(
+    judgment: &serde_json::Map<String, Value>,
+    scope: Scope,
+    path: &str,
+    here: &impl Fn(&str, String) -> Bad,
+    bad: &mut Vec<Bad>,
+) -> Option<Doc> {
+    let store = match judgment.get("store") {
+        None => {
+            bad.push(here(&format!("{path}.store"), "missing".to_owned()));
+            None
+        }
+        Some(value) => checked(
+            store_of(value, scope.stores),
+            "store",
+            &|_, why| here(&format!("{path}.store"), why),
+            bad,
+        ),
+    };
+    let id = match judgment.get("id") {
+        None => {
+            bad.push(here(&format!("{path}.id"), "missing".to_owned()));
+            None
+        }
+        Some(value) => checked(
+            id_of(value),
+            "id",
+            &|_, why| here(&format!("{path}.id"), why),
+            bad,
+        ),
+    };
+    store.zip(id).map(|(store, id)| Doc::new(store, id))
+}
+
+/// A judgment's `identity`: a document's key (under identity `content`, its text).
+fn identity_of(value: &Value, scope: Scope) -> Result<Doc, String> {
+    match value {
+        Value::String(given) => scope.key(given).map(Doc::Identity),
+        other => Err(format!("must be a string, got {}", kind(other))),
+    }
 }
 
 /// The value, or `None` with why pushed onto `bad` under `field`.
@@ -454,7 +560,7 @@ fn checked<T>(
 fn qrels_line<'a>(
     fields: &[&'a str],
     number: usize,
-    roster: &[String],
+    scope: Scope,
     bad: &mut Vec<Bad>,
 ) -> Option<(&'a str, Doc, u32)> {
     let here = |field: &str, why: String| at(File::Judgments, number, field, why);
@@ -470,13 +576,21 @@ fn qrels_line<'a>(
     };
     let before = bad.len();
     checked(qid_text(qid), "qid", &here, bad);
+    let roster_store = |store: &str| scope.stores.iter().any(|name| name == store);
     let doc = match docid.split_once('/') {
+        // With identity on, a docid that is not a roster store's `store/id` is a key.
+        Some((store, _)) if scope.identity.is_on() && !roster_store(store) => {
+            checked(identity_docid(docid, scope), "docid", &here, bad)
+        }
+        None if scope.identity.is_on() => {
+            checked(identity_docid(docid, scope), "docid", &here, bad)
+        }
         None => {
             bad.push(here("docid", format!("{} is not store/id", escaped(docid))));
             None
         }
         Some((store, id)) => {
-            let store = checked(store_name(store, roster), "docid", &here, bad);
+            let store = checked(store_name(store, scope.stores), "docid", &here, bad);
             let id = checked(id_text(id), "docid", &here, bad);
             store.zip(id).map(|(store, id)| Doc::new(store, id))
         }
@@ -497,6 +611,19 @@ fn qrels_line<'a>(
         return None;
     };
     (bad.len() == before).then_some((qid, doc, grade))
+}
+
+/// A qrels docid naming a document by its identity: the key as run files write it (under
+/// `content`, `sha256:` and 64 hex digits, since a qrels line cannot hold a text).
+fn identity_docid(docid: &str, scope: Scope) -> Result<Doc, String> {
+    if scope.identity == Identity::Content && !is_digest_key(docid) {
+        return Err(format!(
+            "{} is neither store/id of a roster store nor a content identity's key \
+             (sha256: and the 64 hex digits of the document's normal form)",
+            escaped(docid)
+        ));
+    }
+    scope.key(docid).map(Doc::Identity)
 }
 
 /// `queries.tsv`: each qid's query text, with what is wrong pushed onto `bad`.
@@ -679,14 +806,17 @@ mod tests {
 
     /// Every bad line of `text` as words, or the judged queries' (qid, query, grades sorted).
     fn check_bad(text: &str, expected: &[&str]) {
-        let found = json_lines(text, &roster()).expect_err(text);
+        let found = json_lines(text, Scope::stores(&roster())).expect_err(text);
         let words: Vec<String> = found.iter().map(ToString::to_string).collect();
         assert_eq!(words, expected, "{text}");
     }
 
     fn grades(judged: &Judged) -> Vec<(String, String, u32)> {
         let mut all: Vec<_> = (judged.grades.iter())
-            .map(|(doc, grade)| (doc.store.clone(), doc.id.clone(), *grade))
+            .map(|(doc, grade)| match doc {
+                Doc::Stored { store, id } => (store.clone(), id.clone(), *grade),
+                Doc::Identity(key) => ("(identity)".to_owned(), key.clone(), *grade),
+            })
             .collect();
         all.sort();
         all
@@ -701,7 +831,7 @@ mod tests {
             "\r\n",
             r#"{"qid": 17, "query": "rust", "relevant": [{"store": "facts", "id": "f 1", "grade": 3}]}"#,
         );
-        let judged = json_lines(text, &roster()).unwrap();
+        let judged = json_lines(text, Scope::stores(&roster())).unwrap();
         let summary: Vec<_> = (judged.iter())
             .map(|j| (j.qid.as_str(), j.query.as_str(), j.line, j.relevant()))
             .collect();
@@ -801,7 +931,9 @@ mod tests {
         );
         check_bad(
             r#"{"query": "q", "relevant": [{"store": "notes", "id": "a", "rel": 2}]}"#,
-            &["line 1: relevant[0].rel: unknown field (a judgment has store, id and grade)"],
+            &[
+                "line 1: relevant[0].rel: unknown field (a judgment has store, id and grade, or identity and grade)",
+            ],
         );
         check_bad(
             r#"{"query": "q", "relevant": [{"store": "notes", "id": "a"}, {"store": "notes", "id": "a", "grade": 2}]}"#,
@@ -848,7 +980,7 @@ mod tests {
             .map(|(i, l)| l.replacen("\"Q\"", &format!("\"q{i}\""), 1) + "\n")
             .collect();
         assert_eq!(
-            json_lines(&text, &roster()).unwrap_err()[0].to_string(),
+            json_lines(&text, Scope::stores(&roster())).unwrap_err()[0].to_string(),
             format!(
                 "line {}: more than 10000 judged queries (MAX_JUDGED_QUERIES); not read past here",
                 MAX_JUDGED_QUERIES + 1
@@ -859,14 +991,14 @@ mod tests {
             .collect();
         let text = format!(r#"{{"query": "q", "relevant": [{}]}}"#, many.join(","));
         assert_eq!(
-            json_lines(&text, &roster()).unwrap_err()[0].to_string(),
+            json_lines(&text, Scope::stores(&roster())).unwrap_err()[0].to_string(),
             "line 1: relevant: 5001 judgments; at most 5000 (MAX_JUDGMENTS_PER_QUERY)"
         );
         let long = "x".repeat(MAX_QUERY_BYTES + 1);
         let text =
             format!(r#"{{"query": "{long}", "relevant": [{{"store": "notes", "id": "a"}}]}}"#);
         assert_eq!(
-            json_lines(&text, &roster()).unwrap_err()[0].to_string(),
+            json_lines(&text, Scope::stores(&roster())).unwrap_err()[0].to_string(),
             "line 1: query: 8193 bytes; a search takes at most 8192"
         );
     }
@@ -894,7 +1026,7 @@ mod tests {
     }
 
     fn qrels_and(qrels: &str, queries: &str) -> Result<Vec<Judged>, Vec<Bad>> {
-        super::qrels(qrels, queries, &roster())
+        super::qrels(qrels, queries, Scope::stores(&roster()))
     }
 
     #[test]
@@ -987,5 +1119,80 @@ mod tests {
         assert_eq!(Format::of("\n  {\"query\": 1}\n"), Format::JsonLines);
         assert_eq!(Format::of("q1 0 notes/a 1\n"), Format::Qrels);
         assert_eq!(Format::of(""), Format::Qrels);
+    }
+
+    #[test]
+    fn with_identity_on_a_judgment_may_name_a_document_by_its_key() {
+        let stores = roster();
+        let key = Scope {
+            stores: &stores,
+            identity: Identity::Key,
+        };
+        let text = concat!(
+            r#"{"query": "q", "relevant": [{"identity": " lib/json.html "}, {"store": "notes", "id": "n1", "grade": 2}]}"#,
+            "\n",
+            r#"{"query": "r", "relevant": [{"identity": "a", "store": "notes"}, {"identity": 7}, {"identity": "  "}]}"#,
+        );
+        let found = json_lines(text, key).unwrap_err();
+        let words: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            words,
+            [
+                "line 2: relevant[0]: names a store and id and an identity: one or the other",
+                "line 2: relevant[1].identity: must be a string, got a number",
+                "line 2: relevant[2].identity: empty (a blank key names no document)",
+            ]
+        );
+        let judged = json_lines(text.lines().next().unwrap(), key).unwrap();
+        assert_eq!(
+            grades(&judged[0]),
+            [
+                ("(identity)".to_owned(), "lib/json.html".to_owned(), 1),
+                ("notes".to_owned(), "n1".to_owned(), 2),
+            ]
+        );
+        // Off, the same line is refused, saying how to turn it on.
+        let off = json_lines(text.lines().next().unwrap(), Scope::stores(&stores)).unwrap_err();
+        assert!(
+            off[0]
+                .to_string()
+                .starts_with("line 1: relevant[0].identity: identity is off"),
+            "{off:?}"
+        );
+        // Qrels: a docid that is not a roster store's store/id is a key.
+        let judged = super::qrels("1 0 lib/json.html 1\n1 0 notes/n1 0\n", "1\tq\n", key).unwrap();
+        assert_eq!(
+            grades(&judged[0]),
+            [
+                ("(identity)".to_owned(), "lib/json.html".to_owned(), 1),
+                ("notes".to_owned(), "n1".to_owned(), 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn under_content_identity_a_judgment_gives_the_text_and_qrels_its_digest() {
+        let stores = roster();
+        let content = Scope {
+            stores: &stores,
+            identity: Identity::Content,
+        };
+        let digest = By::Content
+            .document("", "Dump  an object", &Default::default())
+            .unwrap()
+            .key();
+        assert!(is_digest_key(&digest), "{digest}");
+        // Case and spacing fold away, as the fusion folds them.
+        assert_eq!(content.key("dump an OBJECT").unwrap(), digest);
+        assert_eq!(content.key(&digest).unwrap(), digest);
+        let judged = super::qrels(&format!("1 0 {digest} 1\n"), "1\tq\n", content).unwrap();
+        assert_eq!(grades(&judged[0])[0].1, digest);
+        let bad = super::qrels("1 0 json.dumps 1\n", "1\tq\n", content).unwrap_err();
+        assert!(
+            bad[0].to_string().starts_with(
+                "line 1: docid: 'json.dumps' is neither store/id of a roster store nor a content"
+            ),
+            "{bad:?}"
+        );
     }
 }

@@ -86,38 +86,59 @@ fn discount(rank: usize) -> f64 {
 /// The four measures of `ranking` (best first, each document once) at cutoff `k` (at least 1),
 /// against `grades`.
 pub fn scores(ranking: &[Doc], grades: &HashMap<Doc, u32>, k: usize) -> Scores {
-    let k = k.max(1);
-    let top = &ranking[..ranking.len().min(k)];
-    let mut dcg = 0.0;
-    let mut found = 0usize;
-    let mut first = None;
-    for (i, doc) in top.iter().enumerate() {
-        let grade = grades.get(doc).copied().unwrap_or(0);
-        dcg += gain(grade) / discount(i + 1);
-        if grade >= 1 {
-            found += 1;
-            first.get_or_insert(i + 1);
-        }
+    let ideal = Ideal::new(grades.values().copied());
+    let found = ranking
+        .iter()
+        .map(|doc| grades.get(doc).copied().unwrap_or(0));
+    ideal.scores(found, k)
+}
+
+/// What a query's judgments say the best ranking is: its relevant grades, best first.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ideal {
+    grades: Vec<u32>,
+}
+
+impl Ideal {
+    /// The ideal of a query judged with `grades` (those below 1 are not relevant).
+    pub fn new(grades: impl IntoIterator<Item = u32>) -> Self {
+        let mut grades: Vec<u32> = grades.into_iter().filter(|g| *g >= 1).collect();
+        grades.sort_unstable_by(|a, b| b.cmp(a));
+        Self { grades }
     }
-    let mut ideal: Vec<u32> = grades.values().copied().filter(|g| *g >= 1).collect();
-    let relevant = ideal.len();
-    ideal.sort_unstable_by(|a, b| b.cmp(a));
-    let ideal_dcg: f64 = (ideal.iter().take(k).enumerate())
-        .map(|(i, grade)| gain(*grade) / discount(i + 1))
-        .sum();
-    Scores {
-        ndcg: if ideal_dcg > 0.0 {
-            dcg / ideal_dcg
-        } else {
-            0.0
-        },
-        recall: if relevant > 0 {
-            found as f64 / relevant as f64
-        } else {
-            0.0
-        },
-        mrr: first.map_or(0.0, |rank| 1.0 / rank as f64),
-        precision: found as f64 / k as f64,
+
+    /// The four measures at cutoff `k` (at least 1) of a ranking whose documents have `found`'s
+    /// grades, best first (0 for a document nobody judged).
+    pub fn scores(&self, found: impl IntoIterator<Item = u32>, k: usize) -> Scores {
+        let k = k.max(1);
+        let mut dcg = 0.0;
+        let mut hits = 0usize;
+        let mut first = None;
+        for (i, grade) in found.into_iter().take(k).enumerate() {
+            dcg += gain(grade) / discount(i + 1);
+            if grade >= 1 {
+                hits += 1;
+                first.get_or_insert(i + 1);
+            }
+        }
+        let relevant = self.grades.len();
+        let ideal_dcg: f64 = (self.grades.iter().take(k).enumerate())
+            .map(|(i, grade)| gain(*grade) / discount(i + 1))
+            .sum();
+        Scores {
+            ndcg: if ideal_dcg > 0.0 {
+                dcg / ideal_dcg
+            } else {
+                0.0
+            },
+            recall: if relevant > 0 {
+                hits as f64 / relevant as f64
+            } else {
+                0.0
+            },
+            mrr: first.map_or(0.0, |rank| 1.0 / rank as f64),
+            precision: hits as f64 / k as f64,
+        }
     }
 }
 

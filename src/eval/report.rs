@@ -5,6 +5,8 @@
 
 use super::bootstrap::{self, Estimate};
 use super::metrics::{Metric, Scores};
+use super::tune::Method;
+use crate::identity::Identity;
 use serde::Serialize;
 
 /// What one query's searches gave, measured.
@@ -33,6 +35,9 @@ pub struct Failed {
 pub struct Report {
     /// The cutoff: each search asked for k hits, and every measure is at k.
     pub k: usize,
+    /// Which hits the searches took for one document (identity on: the rankings name documents
+    /// by their identity key).
+    pub identity: Identity,
     /// How many judged queries were run.
     pub queries: usize,
     pub bootstrap: Bootstrap,
@@ -44,6 +49,72 @@ pub struct Report {
     pub per_query: Vec<QueryReport>,
     /// The roster's stores that were not searched (disabled, or skipped), with why.
     pub skipped: Vec<Failed>,
+    /// With `--tune`: the settings found, checked on the queries held out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tune: Option<Tuning>,
+}
+
+/// What `--tune` found (docs/evaluation.md): the best setting on half the queries, and it beside
+/// the current one on the other half, by real searches.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tuning {
+    /// The seed of the split (`eval::tune::SPLIT_SEED`).
+    pub split_seed: u64,
+    /// The qids tuned on, in the judgments' order.
+    pub tuned_on: Vec<String>,
+    /// The qids held out, on which `current` and `tuned` are measured.
+    pub held_out: Vec<String>,
+    pub method: Method,
+    /// How many settings were tried.
+    pub tried: usize,
+    /// Whether the work bound (MAX_TUNE_WORK) ended the search early.
+    pub bounded: bool,
+    /// The grid searched: each store's weights, and RRF's k.
+    pub grid: Grid,
+    pub current: Setting,
+    pub tuned: Setting,
+    /// The tuned setting's nDCG@k minus the current one's, query by query on the held-out
+    /// queries: the mean, with its bootstrap interval.
+    pub delta_ndcg: Estimate,
+    /// Whether the tuned setting differs from the current one.
+    pub changed: bool,
+    /// The config lines that apply the tuned setting.
+    pub yaml: String,
+    /// The `POST /configure` body that applies it live.
+    pub configure: serde_json::Value,
+}
+
+/// The grid `--tune` searched.
+#[derive(Debug, Clone, Serialize)]
+pub struct Grid {
+    pub weights: Vec<StoreWeights>,
+    pub k: Vec<u32>,
+}
+
+/// One store's weights tried.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreWeights {
+    pub store: String,
+    pub weights: Vec<f64>,
+}
+
+/// A fusion setting, and how it did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Setting {
+    /// RRF's k.
+    pub k: u32,
+    pub weights: Vec<StoreWeight>,
+    /// Its mean nDCG@k on the queries tuned on (fused as `--tune` fuses them).
+    pub tuned_on_ndcg: f64,
+    /// Its measures on the held-out queries, by real searches.
+    pub held_out: Summary,
+}
+
+/// One store's weight.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreWeight {
+    pub store: String,
+    pub weight: f64,
 }
 
 /// How the intervals were drawn.
@@ -74,7 +145,7 @@ impl Summary {
     }
 
     /// The summary of one run's scores, a query each.
-    fn of(scores: &[Scores]) -> Self {
+    pub fn of(scores: &[Scores]) -> Self {
         let estimate = |metric: Metric| {
             let values: Vec<f64> = scores.iter().map(|s| s.get(metric)).collect();
             bootstrap::estimate(&values)
@@ -122,7 +193,14 @@ pub struct StoreScores {
 
 /// The report over `outcomes` (in the judgments' order) at cutoff `k`; `stores` names the
 /// stores searched alone, in the order of each outcome's `stores`.
-pub fn report(k: usize, stores: &[String], outcomes: Vec<Outcome>, skipped: Vec<Failed>) -> Report {
+/// `identity` is what the searches ran with.
+pub fn report(
+    k: usize,
+    identity: Identity,
+    stores: &[String],
+    outcomes: Vec<Outcome>,
+    skipped: Vec<Failed>,
+) -> Report {
     let fused: Vec<Scores> = outcomes.iter().map(|o| o.fused).collect();
     let store_summaries = (stores.iter().enumerate())
         .map(|(i, name)| {
@@ -161,6 +239,7 @@ pub fn report(k: usize, stores: &[String], outcomes: Vec<Outcome>, skipped: Vec<
         .collect();
     Report {
         k,
+        identity,
         queries: fused.len(),
         bootstrap: Bootstrap {
             resamples: bootstrap::RESAMPLES,
@@ -171,6 +250,7 @@ pub fn report(k: usize, stores: &[String], outcomes: Vec<Outcome>, skipped: Vec<
         stores: store_summaries,
         per_query,
         skipped,
+        tune: None,
     }
 }
 
@@ -216,6 +296,7 @@ mod tests {
         let names = ["notes".to_owned(), "facts".to_owned()];
         let report = report(
             10,
+            Identity::None,
             &names,
             vec![
                 outcome("1", 0.5, &[0.25, 0.75]),
@@ -258,7 +339,13 @@ mod tests {
 
     #[test]
     fn no_store_alone_leaves_no_delta() {
-        let report = report(5, &[], vec![outcome("1", 0.5, &[])], Vec::new());
+        let report = report(
+            5,
+            Identity::None,
+            &[],
+            vec![outcome("1", 0.5, &[])],
+            Vec::new(),
+        );
         assert_eq!(report.per_query[0].best_store, None);
         assert_eq!(report.per_query[0].delta_ndcg, None);
         assert!(report.stores.is_empty());

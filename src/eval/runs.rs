@@ -23,14 +23,21 @@ pub fn store_file(name: &str) -> String {
     format!("store.{name}.run")
 }
 
-/// A document's docid in a run file, `store/id`, with whitespace (or a control character) in the
-/// id written as `%XX` of its UTF-8 bytes (`%20` for a space), since the tools split a line at
-/// whitespace. Nothing else is escaped: a qrels docid is taken as written.
+/// A document's docid in a run file: `store/id`, or the identity's key (identity on), with
+/// whitespace (or a control character) written as `%XX` of its UTF-8 bytes (`%20` for a space),
+/// since the tools split a line at whitespace. Nothing else is escaped: a qrels docid is taken
+/// as written.
 pub fn docid(doc: &Doc) -> String {
-    let mut out = String::with_capacity(doc.store.len() + 1 + doc.id.len());
-    out.push_str(&doc.store);
-    out.push('/');
-    for c in doc.id.chars() {
+    let (store, id) = match doc {
+        Doc::Stored { store, id } => (Some(store.as_str()), id.as_str()),
+        Doc::Identity(key) => (None, key.as_str()),
+    };
+    let mut out = String::with_capacity(store.map_or(0, |s| s.len() + 1) + id.len());
+    if let Some(store) = store {
+        out.push_str(store);
+        out.push('/');
+    }
+    for c in id.chars() {
         if c.is_whitespace() || c.is_control() {
             let mut bytes = [0u8; 4];
             for byte in c.encode_utf8(&mut bytes).bytes() {

@@ -258,20 +258,39 @@ impl Federation {
         chain: &Chain,
     ) -> Result<SearchAnswer, Refusal> {
         let started = std::time::Instant::now();
-        let answer = self.answer(request, chain).await;
+        let answer = self.answer(request, chain, None).await;
+        self.metrics.search(started.elapsed(), answer.is_ok());
+        answer
+    }
+
+    /// A search under `knobs` instead of the live ones, which it leaves as they are: what
+    /// `eval --tune` asks to see a setting's answers without putting it in force for anyone
+    /// else. Counted and timed as any search.
+    pub async fn search_under(
+        &self,
+        request: &SearchRequest,
+        chain: &Chain,
+        knobs: Arc<Knobs>,
+    ) -> Result<SearchAnswer, Refusal> {
+        let started = std::time::Instant::now();
+        let answer = self.answer(request, chain, Some(knobs)).await;
         self.metrics.search(started.elapsed(), answer.is_ok());
         answer
     }
 
     /// Fans the query out, fuses, shapes the packet, answers. `chain` is where the search stands
-    /// among callosums ([`Chain::root`] for a direct caller).
+    /// among callosums ([`Chain::root`] for a direct caller); `under` is the knobs it runs under,
+    /// the live ones when `None`.
     async fn answer(
         &self,
         request: &SearchRequest,
         chain: &Chain,
+        under: Option<Arc<Knobs>>,
     ) -> Result<SearchAnswer, Refusal> {
         let (knobs, n, budget, _searching) =
-            check::admit(request, chain, (self.id, &self.searches), || self.knobs())?;
+            check::admit(request, chain, (self.id, &self.searches), || {
+                under.unwrap_or_else(|| self.knobs())
+            })?;
         let query = request.query.as_str();
         let cut = Cut::new(
             &knobs.shaping,

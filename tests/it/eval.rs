@@ -316,3 +316,228 @@ async fn bad_judgments_are_refused_before_any_store_is_asked() {
 
     assert!(notes.captured().is_empty() && facts.captured().is_empty());
 }
+
+/// Six queries that two stores answer alike: `noise` (first in the roster) ranks junk first, and
+/// `good` ranks the one relevant document first. Under even weights a tie at rank 1 goes to the
+/// store earlier in the roster, so the relevant document is second in the fusion.
+async fn noise_and_good() -> (StubStore, StubStore, tempfile::TempDir, String, String) {
+    let noise = StubStore::start(Behaviour::ByQuery(vec![(
+        "",
+        memory_hits(&[("n1", 0.1), ("n2", 0.2), ("n3", 0.3)]),
+    )]))
+    .await;
+    let good = StubStore::start(Behaviour::ByQuery(vec![("", memory_hits(&[("g1", 0.1)]))])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &config_yaml(&[
+            ("noise", "seren_memory", &noise.url, ""),
+            ("good", "seren_memory", &good.url, ""),
+        ]),
+    );
+    let lines: Vec<String> = (1..=6)
+        .map(|q| {
+            json!({"qid": format!("q{q}"), "query": format!("query {q}"),
+                   "relevant": [{"store": "good", "id": "g1"}]})
+            .to_string()
+        })
+        .collect();
+    let judgments = write(dir.path(), "judgments.jsonl", &lines.join("\n"));
+    (noise, good, dir, config, judgments)
+}
+
+#[tokio::test]
+async fn tune_finds_weights_that_beat_the_current_on_the_held_out_half() {
+    let (_noise, _good, dir, config, judgments) = noise_and_good().await;
+    let output = run(command(&[
+        "eval",
+        "-c",
+        &config,
+        "--judgments",
+        &judgments,
+        "--k",
+        "3",
+        "--json",
+        "--tune",
+    ]))
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let tune = &report["tune"];
+    assert_eq!(tune["method"], "exhaustive", "{tune}");
+    assert_eq!(tune["tried"], 100, "5 weights x 5 weights x 4 k: {tune}");
+    let (tuned_on, held_out) = (
+        tune["tuned_on"].as_array().unwrap(),
+        tune["held_out"].as_array().unwrap(),
+    );
+    assert_eq!((tuned_on.len(), held_out.len()), (3, 3), "{tune}");
+    // The relevant document second under the current setting: nDCG@3 1/log2(3).
+    let second = 1.0 / 3f64.log2();
+    assert!(close(&tune["current"]["tuned_on_ndcg"], second), "{tune}");
+    assert!(close(&tune["current"]["held_out"]["ndcg"]["mean"], second));
+    assert_eq!(tune["current"]["k"], 60);
+    assert_eq!(tune["changed"], true);
+    // Tuned: noise weighs less than good, and the held-out searches, run for real under it, put
+    // the relevant document first.
+    let weights = &tune["tuned"]["weights"];
+    assert_eq!(weights[0]["store"], "noise");
+    assert!(
+        weights[0]["weight"].as_f64() < weights[1]["weight"].as_f64(),
+        "{weights}"
+    );
+    assert!(close(&tune["tuned"]["tuned_on_ndcg"], 1.0), "{tune}");
+    assert!(
+        close(&tune["tuned"]["held_out"]["ndcg"]["mean"], 1.0),
+        "{tune}"
+    );
+    assert!(close(&tune["delta_ndcg"]["mean"], 1.0 - second), "{tune}");
+    // What applies it: the /configure body names k and every store's weight, and the YAML the
+    // same.
+    let body = &tune["configure"];
+    assert_eq!(body["k"], tune["tuned"]["k"]);
+    assert_eq!(body["stores"][0]["name"], "noise");
+    assert_eq!(body["stores"][0]["weight"], weights[0]["weight"]);
+    let yaml: serde_yaml::Value = serde_yaml::from_str(tune["yaml"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        yaml["federation"]["stores"][1]["weight"].as_f64(),
+        weights[1]["weight"].as_f64()
+    );
+    // The config file is as it was: --tune changes nothing.
+    let after = std::fs::read_to_string(&config).unwrap();
+    assert!(!after.contains("weight"), "{after}");
+
+    // The table says the same, and how to apply it.
+    let output = run(command(&[
+        "eval",
+        "-c",
+        &config,
+        "--judgments",
+        &judgments,
+        "--k",
+        "3",
+        "--tune",
+    ]))
+    .await;
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{table}");
+    assert!(table.contains("--tune: each store's weight"), "{table}");
+    assert!(table.contains("POST /configure"), "{table}");
+    assert!(table.contains("held out (split seed"), "{table}");
+    drop(dir);
+}
+
+#[tokio::test]
+async fn tune_with_one_query_is_refused_and_nothing_is_searched() {
+    let (noise, good, dir, config, _) = noise_and_good().await;
+    let one = write(
+        dir.path(),
+        "one.jsonl",
+        r#"{"query": "alpha", "relevant": [{"store": "good", "id": "g1"}]}"#,
+    );
+    let output = run(command(&[
+        "eval",
+        "-c",
+        &config,
+        "--judgments",
+        &one,
+        "--tune",
+    ]))
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(65), "{stderr}");
+    assert!(
+        stderr.contains("--tune needs at least 2 judged queries"),
+        "{stderr}"
+    );
+    assert!(noise.captured().is_empty() && good.captured().is_empty());
+}
+
+#[tokio::test]
+async fn identity_merges_one_document_of_two_stores_and_judges_it_once() {
+    // Both stores hold "x" (lexical at 2, dense at 1); each has one of its own.
+    let lexical = StubStore::start(Behaviour::ByQuery(vec![(
+        "",
+        memory_hits(&[("l1", 0.1), ("x", 0.2)]),
+    )]))
+    .await;
+    let dense = StubStore::start(Behaviour::ByQuery(vec![(
+        "",
+        memory_hits(&[("x", 0.1), ("d1", 0.2)]),
+    )]))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &config_yaml(&[
+            ("lexical", "seren_memory", &lexical.url, "identity_key: id"),
+            ("dense", "seren_memory", &dense.url, "identity_key: id"),
+        ]),
+    );
+    // One query judged by identity, one by a store's id (counted for the document it is).
+    let judgments = write(
+        dir.path(),
+        "judgments.jsonl",
+        concat!(
+            r#"{"qid": "by-key", "query": "alpha", "relevant": [{"identity": "x"}]}"#,
+            "\n",
+            r#"{"qid": "by-id", "query": "beta", "relevant": [{"store": "lexical", "id": "x"}, {"store": "dense", "id": "x", "grade": 2}]}"#,
+        ),
+    );
+    let runs = dir.path().join("runs");
+    let output = run(command(&[
+        "eval",
+        "-c",
+        &config,
+        "--judgments",
+        &judgments,
+        "--k",
+        "3",
+        "--json",
+        "--identity",
+        "key",
+        "--runs",
+        &runs.display().to_string(),
+    ]))
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["identity"], "key");
+    // Fused: x sums 1/62 + 1/61 and leads; one relevant document, found first.
+    for query in report["per_query"].as_array().unwrap() {
+        assert_eq!(
+            query["relevant"],
+            if query["qid"] == "by-key" { 1 } else { 2 }
+        );
+        assert!(close(&query["fused"]["ndcg"], 1.0), "{query}");
+        assert!(close(&query["fused"]["recall"], 1.0), "{query}");
+        // lexical alone has it second; dense first.
+        assert!(close(&query["stores"][0]["mrr"], 0.5), "{query}");
+        assert!(close(&query["stores"][1]["mrr"], 1.0), "{query}");
+    }
+    // The run files name it by its key.
+    let fused = std::fs::read_to_string(runs.join("fused.run")).unwrap();
+    let first: Vec<&str> = fused.lines().next().unwrap().split(' ').collect();
+    assert_eq!(&first[..4], ["by-key", "Q0", "x", "1"], "{fused}");
+    let lexical_run = std::fs::read_to_string(runs.join("store.lexical.run")).unwrap();
+    assert!(lexical_run.contains("by-key Q0 l1 1 "), "{lexical_run}");
+
+    // Without identity, a judgment by identity is refused, naming the line and the field.
+    let output = run(command(&[
+        "eval",
+        "-c",
+        &config,
+        "--judgments",
+        &judgments,
+        "--identity",
+        "none",
+    ]))
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(65), "{stderr}");
+    assert!(
+        stderr.contains("line 1: relevant[0].identity: identity is off"),
+        "{stderr}"
+    );
+}

@@ -495,17 +495,19 @@ async fn cli_on_the_sample_stores(examples: &mut Examples) {
     }
 }
 
-/// docs/evaluation.md: `eval` over the sample stores, with `my.yaml` naming them and the
-/// judgments shown in `judged.jsonl`.
+/// docs/evaluation.md: `eval` and `eval --tune` over the sample stores, with `my.yaml` naming
+/// them and the judgments shown in `judged.jsonl`.
 async fn cli_eval(examples: &mut Examples) {
     let judgments = examples.take("eval-judgments");
-    let block = examples.take("cli-eval");
     let (memory, loci, _stores) = sample_stores().await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("my.yaml"), sample_config(&memory, &loci)).unwrap();
     std::fs::write(dir.path().join("judged.jsonl"), &judgments.body).unwrap();
-    let codes = terminal(examples, &block, dir.path(), &[], str::to_owned).await;
-    assert_eq!(codes, [Some(0)], "{}", block.at);
+    for name in ["cli-eval", "cli-eval-tune"] {
+        let block = examples.take(name);
+        let codes = terminal(examples, &block, dir.path(), &[], str::to_owned).await;
+        assert_eq!(codes, [Some(0)], "{}", block.at);
+    }
 }
 
 /// docs/configuration.md: `init` with a fresh home writes the starter there and prints the host
