@@ -40,14 +40,23 @@ pub struct AppState {
     pub federation: Arc<Federation>,
     /// Cancelled at shutdown: ends MCP sessions and streams so graceful shutdown never hangs.
     pub shutdown: CancellationToken,
+    /// One `POST /eval` at a time: each runs a search per store and one more for every judged
+    /// query, and a second waits its turn with a 503 rather than double the load.
+    pub evaluating: Arc<Semaphore>,
 }
 
 impl AppState {
     /// The state for a federation.
     pub fn new(federation: Arc<Federation>) -> Self {
+        Self::with_shutdown(federation, CancellationToken::new())
+    }
+
+    /// The state for a federation, ended by `shutdown`.
+    pub fn with_shutdown(federation: Arc<Federation>, shutdown: CancellationToken) -> Self {
         Self {
             federation,
-            shutdown: CancellationToken::new(),
+            shutdown,
+            evaluating: Arc::new(Semaphore::new(1)),
         }
     }
 }
@@ -167,6 +176,7 @@ pub fn routes(state: &AppState) -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/stores", get(list_stores).post(add_store)),
         ("/stores/{name}", delete(remove_store)),
         ("/configure", post(configure)),
+        ("/eval", post(eval)),
         ("/knobs", get(knobs)),
         (PROTECTED_RESOURCE_PATH, get(protected_resource)),
         (
@@ -235,6 +245,23 @@ async fn configure(
 ) -> Result<Response, ApiError> {
     let request: crate::api::ConfigureRequest = decode_body(body)?;
     Ok(Json(state.federation.configure(&request)?).into_response())
+}
+
+/// `POST /eval` (contract §8): the `eval --json` document for the body's judged queries.
+async fn eval(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: crate::api::EvalRequest = decode_body(body)?;
+    let Ok(_evaluating) = state.evaluating.try_acquire() else {
+        return Err(Refusal::new(
+            RefusalKind::Busy,
+            "busy: another evaluation is running; retry when it is done",
+        )
+        .into());
+    };
+    let report = crate::eval::evaluate::requested(&state.federation, &request).await?;
+    Ok(Json(report).into_response())
 }
 
 /// The protected-resource metadata (RFC 9728), at the path-inserted url and at the bare one;
@@ -454,7 +481,8 @@ struct Auth {
 /// The scope a route needs of an access token; `None` for `/mcp`, whose tools each check theirs
 /// (`mcp.rs`), so that a read-only token can still search over MCP.
 fn needed_scope<'a>(method: &Method, path: &str, oauth: &'a OAuth) -> Option<&'a str> {
-    let writes = (method == Method::POST && (path == "/stores" || path == "/configure"))
+    let writes = (method == Method::POST
+        && (path == "/stores" || path == "/configure" || path == "/eval"))
         || (method == Method::DELETE && path.starts_with("/stores/"));
     if path == "/mcp" || path == "/mcp/" {
         None

@@ -8,10 +8,11 @@
 //! both edges show; no HTTP status). What reading the wire does is beside them: `decode.rs` (a
 //! body decoded, its error worded by path and without values), `configure.rs` (a `/configure`
 //! body read against the knob table), `status.rs` (a store's status as one string) and
-//! `new_store.rs` (what a new store's keys say).
+//! `new_store.rs` (what a new store's keys say). `eval.rs` is `POST /eval`'s body.
 
 mod configure;
 mod decode;
+mod eval;
 mod knobs;
 mod new_store;
 mod refusal;
@@ -22,6 +23,7 @@ mod stores;
 pub use crate::config::TextFormat;
 pub use crate::identity::Identity;
 pub use decode::{decode_json, decode_value, value_free};
+pub use eval::EvalRequest;
 pub use knobs::{
     ConfigureRequest, Configured, KnobRow, KnobSources, KnobsAnswer, ServerKnobs, StoreKnob,
     StoreKnobRows, TlsKnobs,

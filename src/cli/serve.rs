@@ -273,10 +273,7 @@ async fn bind_http(
         }
     };
     let addr = listener.local_addr()?;
-    let router = http::router(AppState {
-        federation,
-        shutdown: shutdown.clone(),
-    });
+    let router = http::router(AppState::with_shutdown(federation, shutdown.clone()));
     let serving = http::serve_with(listener, router, limits, shutdown.clone().cancelled_owned());
     Ok((addr, serving))
 }

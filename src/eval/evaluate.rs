@@ -262,6 +262,97 @@ struct Halves {
     held_grades: HashMap<usize, HashMap<Doc, u32>>,
 }
 
+/// The judged queries a `POST /eval` may run, at most: each costs a search per store and one
+/// more while the request waits, and one evaluation runs at a time. More: the `eval` command.
+pub const MAX_HTTP_JUDGED_QUERIES: usize = 200;
+/// The default cutoff, as the `eval` command's.
+pub const DEFAULT_K: usize = 10;
+/// The problems with a judgments body a refusal lists, at most (the rest are counted).
+const PROBLEMS_SHOWN: usize = 20;
+
+/// `POST /eval`: the request's judgments read and checked whole (a refusal names every problem,
+/// and nothing is searched), then run as the `eval` command runs them.
+pub async fn requested(
+    federation: &Federation,
+    request: &api::EvalRequest,
+) -> Result<Report, api::Refusal> {
+    let k = match request.k {
+        None => DEFAULT_K,
+        Some(k) if (1..=crate::limits::MAX_N_RESULTS).contains(&k) => k as usize,
+        Some(k) => {
+            return Err(api::Refusal::unprocessable(format!(
+                "k: must be within 1..={}, got {k}",
+                crate::limits::MAX_N_RESULTS
+            )));
+        }
+    };
+    let text = judgments_text(&request.judgments)?;
+    let plan = Plan::new(federation, request.identity);
+    let judged = super::judgments::json_lines(&text, plan.scope()).map_err(|bad| {
+        let mut words: Vec<String> = bad
+            .iter()
+            .take(PROBLEMS_SHOWN)
+            .map(ToString::to_string)
+            .collect();
+        if bad.len() > PROBLEMS_SHOWN {
+            words.push(format!("and {} more", bad.len() - PROBLEMS_SHOWN));
+        }
+        api::Refusal::unprocessable(format!(
+            "judgments: {} problem{}; nothing was searched: {}",
+            bad.len(),
+            if bad.len() == 1 { "" } else { "s" },
+            words.join("; ")
+        ))
+    })?;
+    if judged.len() > MAX_HTTP_JUDGED_QUERIES {
+        return Err(api::Refusal::new(
+            api::RefusalKind::TooLarge,
+            format!(
+                "judgments: {} judged queries; POST /eval runs at most {MAX_HTTP_JUDGED_QUERIES} \
+                 (MAX_HTTP_JUDGED_QUERIES): run `seren-corpus-callosum eval` for more",
+                judged.len()
+            ),
+        ));
+    }
+    if request.tune && judged.len() < MIN_TUNE_QUERIES {
+        return Err(api::Refusal::unprocessable(format!(
+            "tune: needs at least {MIN_TUNE_QUERIES} judged queries (half to tune on, half to \
+             check on); judgments has {}",
+            judged.len()
+        )));
+    }
+    let options = Options {
+        k,
+        tune: request.tune,
+    };
+    let report = evaluate(federation, &plan, &judged, options, |_| {
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .await;
+    Ok(report.unwrap_or_else(|never| match never {}))
+}
+
+/// A `POST /eval` body's `judgments` as JSON Lines: an array's items a line each (so a problem's
+/// "line N" is the array's N-th item), or the text as given.
+fn judgments_text(judgments: &serde_json::Value) -> Result<String, api::Refusal> {
+    match judgments {
+        serde_json::Value::String(text) => Ok(text.clone()),
+        serde_json::Value::Array(items) => {
+            let lines: Vec<String> = items.iter().map(ToString::to_string).collect();
+            Ok(lines.join("\n"))
+        }
+        other => Err(api::Refusal::unprocessable(format!(
+            "judgments: must be an array of judged queries or their JSON Lines text, got {}",
+            match other {
+                serde_json::Value::Null => "null",
+                serde_json::Value::Bool(_) => "a boolean",
+                serde_json::Value::Number(_) => "a number",
+                _ => "an object",
+            }
+        ))),
+    }
+}
+
 /// `--tune`: the search on the tuned-on queries, and the winner beside the current setting on
 /// the held-out ones.
 async fn tuning_report<E>(

@@ -541,3 +541,103 @@ async fn identity_merges_one_document_of_two_stores_and_judges_it_once() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn post_eval_answers_the_cli_document_and_leaves_the_live_knobs_alone() {
+    let (_noise, _good, dir, config, judgments) = noise_and_good().await;
+    let yaml = std::fs::read_to_string(&config).unwrap();
+    let callosum = Callosum::start(&yaml).await;
+    let lines: Vec<Value> = (std::fs::read_to_string(&judgments).unwrap().lines())
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let (_, knobs_before) = callosum.get("/knobs").await;
+
+    // The same document the command prints, from an array of objects or from the text.
+    let (status, answer) = callosum
+        .post("/eval", json!({"judgments": lines, "k": 3, "tune": true}))
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let output = run(command(&[
+        "eval",
+        "-c",
+        &config,
+        "--judgments",
+        &judgments,
+        "--k",
+        "3",
+        "--json",
+        "--tune",
+    ]))
+    .await;
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer, printed);
+    assert_eq!(answer["tune"]["changed"], true);
+    let text = std::fs::read_to_string(&judgments).unwrap();
+    let (status, from_text) = callosum
+        .post("/eval", json!({"judgments": text, "k": 3}))
+        .await;
+    assert_eq!(status, 200, "{from_text}");
+    assert_eq!(from_text["per_query"], answer["per_query"]);
+    assert!(from_text.get("tune").is_none(), "{from_text}");
+    // --tune searched under its own knobs: the live ones are as they were.
+    let (_, knobs_after) = callosum.get("/knobs").await;
+    assert_eq!(knobs_before, knobs_after);
+    // Its body applies the tuned setting, as it says.
+    let (status, applied) = callosum
+        .post("/configure", answer["tune"]["configure"].clone())
+        .await;
+    assert_eq!(status, 200, "{applied}");
+    let (_, knobs) = callosum.get("/knobs").await;
+    let live_k = (knobs["federation"].as_array().unwrap().iter())
+        .find(|knob| knob["key"] == "k")
+        .map(|knob| knob["live"].clone());
+    assert_eq!(
+        live_k.as_ref(),
+        Some(&answer["tune"]["tuned"]["k"]),
+        "{knobs}"
+    );
+    for (i, store) in knobs["stores"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(store["knobs"][0]["key"], "weight");
+        assert_eq!(
+            store["knobs"][0]["live"], answer["tune"]["tuned"]["weights"][i]["weight"],
+            "{store}"
+        );
+    }
+
+    // Each wrong body is refused, naming what is wrong, and nothing is searched.
+    for (body, words) in [
+        (
+            json!({"judgments": 7}),
+            "judgments: must be an array of judged queries or their JSON Lines text, got a number",
+        ),
+        (
+            json!({"judgments": lines, "k": 0}),
+            "k: must be within 1..=200, got 0",
+        ),
+        (
+            json!({"judgments": [{"query": "q", "relevant": [{"store": "nope", "id": "1"}]}]}),
+            "judgments: 1 problem; nothing was searched: line 1: relevant[0].store: unknown store 'nope'",
+        ),
+        (
+            json!({"judgments": [lines[0]], "tune": true}),
+            "tune: needs at least 2 judged queries",
+        ),
+        (json!({"judgments": lines, "tunes": true}), "tunes"),
+        (json!({"judgments": lines, "identity": "maybe"}), "identity"),
+    ] {
+        let (status, refused) = callosum.post("/eval", body.clone()).await;
+        assert_eq!(status, 422, "{body}: {refused}");
+        let detail = refused["detail"].as_str().unwrap();
+        assert!(detail.contains(words), "{body}: {detail}");
+    }
+    let many: Vec<Value> = (0..201)
+        .map(|q| json!({"query": format!("q{q}"), "relevant": [{"store": "good", "id": "g1"}]}))
+        .collect();
+    let (status, refused) = callosum.post("/eval", json!({"judgments": many})).await;
+    assert_eq!(status, 413, "{refused}");
+    assert!(
+        refused["detail"].as_str().unwrap().contains("at most 200"),
+        "{refused}"
+    );
+    drop(dir);
+}

@@ -399,6 +399,13 @@ async fn a_read_token_cannot_change_the_roster_over_rest_or_mcp() {
         (reqwest::Method::POST, "/stores", Some(new.clone())),
         (reqwest::Method::DELETE, "/stores/more", None),
         (reqwest::Method::POST, "/configure", Some(json!({"k": 30}))),
+        (
+            reqwest::Method::POST,
+            "/eval",
+            Some(
+                json!({"judgments": [{"query": "a", "relevant": [{"store": "notes", "id": "a"}]}]}),
+            ),
+        ),
     ] {
         let (status, challenge, detail) =
             send(&callosum, method.clone(), path, Some(&read), body).await;
