@@ -91,19 +91,22 @@ impl Query {
             .scores(ranked.iter().map(|doc| self.grades[*doc as usize]), cutoff)
     }
 
-    /// Its documents fused under `setting`, the best `cutoff`: score descending (the sum of
-    /// `weight / (k + rank)` over the lists that hold it), ties to the document whose first
-    /// list comes earlier, then to its lower rank there, as the fusion orders them.
+    /// Its documents fused under `setting`, the best `cutoff`, as the fusion orders them: score
+    /// descending (the sum, in the stores' order, of `weight / (k + rank)` over the lists that
+    /// hold it), ties to the document whose body (its largest contribution, a tie to the earlier
+    /// list) is in the earlier list, then to the body's lower rank.
     fn fuse(&self, setting: &Setting, cutoff: usize) -> Vec<u32> {
-        // (score, first list, rank in it) a document.
-        let mut rows: Vec<(f64, usize, usize)> = vec![(0.0, usize::MAX, 0); self.grades.len()];
+        // (score, body's contribution, body's list, body's rank) a document.
+        let mut rows: Vec<(f64, f64, usize, usize)> =
+            vec![(0.0, f64::NEG_INFINITY, usize::MAX, 0); self.grades.len()];
         for (list, docs) in self.lists.iter().enumerate() {
             let weight = setting.weights.get(list).copied().unwrap_or(1.0);
             for (i, doc) in docs.iter().enumerate() {
                 let row = &mut rows[*doc as usize];
-                row.0 += weight / (f64::from(setting.k) + (i + 1) as f64);
-                if row.1 == usize::MAX {
-                    (row.1, row.2) = (list, i + 1);
+                let contribution = crate::fusion::rrf_score(weight, setting.k, i + 1);
+                row.0 += contribution;
+                if contribution.total_cmp(&row.1) == std::cmp::Ordering::Greater {
+                    (row.1, row.2, row.3) = (contribution, list, i + 1);
                 }
             }
         }
@@ -111,8 +114,8 @@ impl Query {
         order.sort_unstable_by(|a, b| {
             let (a, b) = (rows[*a as usize], rows[*b as usize]);
             (b.0.total_cmp(&a.0))
-                .then(a.1.cmp(&b.1))
                 .then(a.2.cmp(&b.2))
+                .then(a.3.cmp(&b.3))
         });
         order.truncate(cutoff);
         order
@@ -321,6 +324,105 @@ mod tests {
             weights: vec![1.0, 2.0],
         };
         assert_eq!(query.fuse(&turned, 2), [0, 2]);
+    }
+
+    #[test]
+    fn equal_sums_go_by_their_bodys_list_as_the_fusion_orders_them() {
+        // m: a#1 + b#2, n: b#1 + a#2, equal sums; m's body is a's (1/61 > 1/62), n's is b's.
+        let m = Doc::Identity("m".into());
+        let n = Doc::Identity("n".into());
+        let lists = [vec![m.clone(), n.clone()], vec![n, m]];
+        let query = Query::new(&lists, &HashMap::new());
+        let even = Setting {
+            k: 60,
+            weights: vec![1.0, 1.0],
+        };
+        assert_eq!(query.fuse(&even, 2), [0, 1], "m (body in a) first");
+        // Weigh b more: n's body, b#1, is now the largest of all, and n's sum leads.
+        let b_heavy = Setting {
+            k: 60,
+            weights: vec![1.0, 2.0],
+        };
+        assert_eq!(query.fuse(&b_heavy, 2), [1, 0]);
+        // Equal sums where the first list and the body's list differ: q is a#2 + c#1, p is
+        // b#1 + c#2 (both 1/61 + 1/62). q's first list is a, but its body is c#1; p's body is
+        // b#1, an earlier list: p first, as the fusion has it.
+        let (z, q, p) = (
+            Doc::Identity("z".into()),
+            Doc::Identity("q".into()),
+            Doc::Identity("p".into()),
+        );
+        let lists = [vec![z, q.clone()], vec![p.clone()], vec![q, p]];
+        let query = Query::new(&lists, &HashMap::new());
+        let even = Setting {
+            k: 60,
+            weights: vec![1.0, 1.0, 1.0],
+        };
+        assert_eq!(query.fuse(&even, 3), [2, 1, 0]);
+    }
+
+    #[test]
+    fn it_orders_as_the_fusion_does_on_random_lists_ties_included() {
+        use crate::fusion::{Hit, RankedList, fuse};
+        use crate::identity::{By, KeyPath};
+        let mut random = SplitMix64::new(40);
+        for round in 0..300 {
+            let stores = 1 + random.below(3);
+            // Few documents and symmetric weights, so equal sums are common.
+            let lists: Vec<Vec<Doc>> = (0..stores)
+                .map(|_| {
+                    let mut ids: Vec<usize> = (0..6).collect();
+                    for i in (1..ids.len()).rev() {
+                        ids.swap(i, random.below(i + 1));
+                    }
+                    ids.truncate(1 + random.below(6));
+                    (ids.iter())
+                        .map(|id| Doc::Identity(format!("d{id}")))
+                        .collect()
+                })
+                .collect();
+            let weights: Vec<f64> = (0..stores)
+                .map(|_| [0.5, 1.0, 1.0, 2.0][random.below(4)])
+                .collect();
+            let k = [1, 10, 60][random.below(3)];
+            let setting = Setting {
+                k,
+                weights: weights.clone(),
+            };
+            let query = Query::new(&lists, &HashMap::new());
+            let mut names: Vec<&Doc> = Vec::new();
+            for doc in lists.iter().flatten() {
+                if !names.contains(&doc) {
+                    names.push(doc);
+                }
+            }
+            let ours: Vec<&Doc> = (query.fuse(&setting, 10).iter())
+                .map(|i| names[*i as usize])
+                .collect();
+            let ranked = (lists.iter().zip(&weights))
+                .map(|(docs, weight)| RankedList {
+                    weight: *weight,
+                    floor: 0.0,
+                    hits: (docs.iter())
+                        .map(|doc| Hit {
+                            id: doc.to_string(),
+                            content: String::new(),
+                            base_relevance: 1.0,
+                            raw_distance: None,
+                            native_score: None,
+                            metadata: Default::default(),
+                            satellites: None,
+                        })
+                        .collect(),
+                    identity: Some(By::Key(KeyPath::Id)),
+                })
+                .collect();
+            let theirs: Vec<String> = (fuse(ranked, k, 10).into_iter())
+                .map(|fused| fused.hit.id)
+                .collect();
+            let ours: Vec<String> = ours.iter().map(|doc| doc.to_string()).collect();
+            assert_eq!(ours, theirs, "round {round}: {lists:?} {weights:?} k {k}");
+        }
     }
 
     #[test]
