@@ -1129,9 +1129,9 @@ async function closedPort() {
   return port;
 }
 
-/** GET `apiPath` from Node (no Origin: not a browser), as JSON. */
-async function getJson(base, apiPath) {
-  const response = await fetch(`${base}${apiPath}`);
+/** GET `apiPath` from Node (no Origin: not a browser), as JSON; with `token` as its bearer. */
+async function getJson(base, apiPath, token) {
+  const response = await fetch(`${base}${apiPath}`, token ? { headers: { authorization: `Bearer ${token}` } } : undefined);
   assert.equal(response.status, 200, `GET ${apiPath} answered ${response.status}: ${await response.clone().text()}`);
   return response.json();
 }
@@ -1470,12 +1470,12 @@ describe('The Bridge shows health and turns knobs (a demo with a failing store)'
     }
   });
 
-  test('narrow screen (390 px): the five tabs and the health cards fit', { timeout: TEST_MS }, async () => {
+  test('narrow screen (390 px): the six tabs and the health cards fit', { timeout: TEST_MS }, async () => {
     const { context, page } = await openPage({ width: 390, height: 844 });
     try {
       await page.goto(`${demo.url}/viewer`);
       await page.locator('#pill', { hasText: /fanning: \d\/3/ }).waitFor();
-      for (const name of ['Search', 'Stores', 'Overview', 'Health', 'Knobs']) {
+      for (const name of ['Search', 'Stores', 'Overview', 'Health', 'Knobs', 'Quality']) {
         const box = await page.getByRole('tab', { name }).boundingBox();
         assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `the ${name} tab is on screen: ${JSON.stringify(box)}`);
       }
@@ -1979,6 +1979,452 @@ describe('The Bridge tells of the config file (serve, reloading it)', () => {
 
       assert.deepEqual(overlaps, [], 'GET /health/stores and GET /stores never overlap');
       assert.doesNotMatch(await page.locator('#panel-health').innerText(), /null|undefined|NaN|\[object/);
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+// ---- quality: judged queries scored (POST /eval), and a tuned setting applied ----------------------
+
+/** docs/evaluation.md's example judgments (its block marked `<!-- example: eval-judgments -->`). */
+function exampleJudgments() {
+  const doc = path.join(ROOT, 'docs', 'evaluation.md');
+  const match = /<!-- example: eval-judgments -->\s*```jsonl\n([\s\S]*?)```/.exec(readFileSync(doc, 'utf8'));
+  assert.ok(match, `${doc} has the example judgments`);
+  return match[1];
+}
+
+// Judged queries over the demo's stores where only facts' documents are relevant (each query's
+// first two facts), none of episodic's. The fusion puts episodic's first hit first (a tie at rank 1
+// goes to the store listed first), so weighing episodic down wins, on the half tuned on and on the
+// half held out: over the demo's stores, `eval --tune --json --k 5` tunes k 60 → 10, episodic
+// 1 → 0.25, facts 1 → 0.5.
+const FACTS_ONLY = [
+  ['nas', 'nas model', 'fact-009', 'fact-007'],
+  ['storage', 'xavier storage', 'fact-007', 'fact-002'],
+  ['db', 'wren database', 'fact-021', 'fact-036'],
+  ['cuda', 'which CUDA version does the Xavier need', 'fact-004', 'fact-001'],
+  ['backup', 'where do the backups go', 'fact-008', 'fact-012'],
+  ['release', 'wren release', 'fact-024', 'fact-018'],
+].map(([qid, query, first, second]) => JSON.stringify({
+  qid, query, relevant: [{ store: 'facts', id: first, grade: 2 }, { store: 'facts', id: second }],
+})).join('\n') + '\n';
+
+const QUALITY_MEASURES = ['ndcg', 'recall', 'mrr', 'precision'];
+const FUSED_RUN = '(fused)';
+const SLOW = 'slow-e2e';
+
+/** A measure as the Quality tab writes it (and the eval command): three decimals; a delta signed. */
+function f3(value) { return value.toFixed(3); }
+function signed3(value) { return (value < 0 ? '-' : '+') + Math.abs(value).toFixed(3); }
+
+/** POST `apiPath` from Node with the token: the status and the answer. */
+async function postWithToken(base, apiPath, body) {
+  const response = await fetch(`${base}${apiPath}`, {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, answer: text ? JSON.parse(text) : null };
+}
+
+/** The Quality tab's panel (its labels are its own: the Knobs tab has a `k` and an `identity` too). */
+function qualityPanel(page) { return page.locator('#panel-quality'); }
+
+/** `promise`, or a failure naming `what` after `ms`. */
+function within(promise, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms); });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** Sets the Quality form (the tab open): judgments, k and tune. */
+async function fillQuality(page, { judgments, k, tune }) {
+  const panel = qualityPanel(page);
+  if (judgments !== undefined) await panel.getByLabel('Judgments').fill(judgments);
+  await panel.getByLabel('k (cutoff)', { exact: true }).fill(String(k));
+  await panel.getByRole('checkbox', { name: /^Tune/ }).setChecked(tune);
+}
+
+/** Presses Run: the request's body and the answer, once the page has drawn it (status 200) or refused it. */
+async function runQuality(page, status = 200) {
+  const sent = page.waitForRequest((request) => request.method() === 'POST' && new URL(request.url()).pathname === '/eval');
+  const answered = waitForApi(page, 'POST', '/eval');
+  await page.getByRole('button', { name: 'Run', exact: true }).click();
+  const request = await sent;
+  const response = await answered;
+  assert.equal(response.status(), status, `POST /eval answered ${response.status()}: ${await response.text()}`);
+  assert.equal(request.headers().authorization, `Bearer ${TOKEN}`);
+  if (status === 200) await page.locator('#eval-result:not([hidden]) #q-charts').waitFor();
+  else await page.locator('#eval-notices .notice.error').waitFor();
+  return { body: request.postDataJSON(), answer: await response.json() };
+}
+
+/**
+ * The bar chart and its table say what `report` says: per measure, one bar per run, the fusion
+ * first (highlighted) and then each store in the report's order; each mean and its interval in
+ * numbers, the bar as long as the mean and the whisker spanning the interval (on a 0..100 scale).
+ */
+async function checkQualityChart(page, report) {
+  const runs = [[FUSED_RUN, report.fused], ...report.stores.map((store) => [store.store, store])];
+  for (const key of QUALITY_MEASURES) {
+    const chart = page.locator(`#q-charts figure[data-measure="${key}"]`);
+    assert.match(await chart.locator('figcaption strong').textContent(), new RegExp(`@${report.k}$`));
+    const rows = chart.locator('li.q-bar');
+    assert.deepEqual(await rows.evaluateAll((nodes) => nodes.map((node) => node.dataset.run)), runs.map(([run]) => run));
+    assert.ok(await rows.first().evaluate((node) => node.classList.contains('fused')), 'the fusion is highlighted');
+    for (const [index, [run, measures]] of runs.entries()) {
+      const { mean, low, high } = measures[key];
+      const row = rows.nth(index);
+      assert.equal(await row.locator('.mean').textContent(), f3(mean), `${run} ${key}`);
+      assert.equal(await row.locator('.ci').textContent(), `[${f3(low)}, ${f3(high)}]`, `${run} ${key}`);
+      const drawn = await row.locator('svg').evaluate((node) => ({
+        bar: Number(node.querySelector('.q-fill').getAttribute('width')),
+        whisker: [...node.querySelectorAll('.q-ci')].map((line) => [Number(line.getAttribute('x1')), Number(line.getAttribute('x2'))]),
+      }));
+      assert.ok(Math.abs(drawn.bar - mean * 100) < 1e-9, `${run} ${key}: the bar is ${drawn.bar}, the mean ${mean}`);
+      assert.ok(Math.abs(drawn.whisker[0][0] - low * 100) < 1e-9 && Math.abs(drawn.whisker[0][1] - high * 100) < 1e-9,
+        `${run} ${key}: the whisker ${JSON.stringify(drawn.whisker[0])} spans [${low}, ${high}]`);
+      const cell = page.locator(`[data-testid="eval-numbers"] tr[data-run="${run}"] td[data-measure="${key}"]`);
+      assert.equal(await cell.textContent(), `${f3(mean)} [${f3(low)}, ${f3(high)}]`);
+    }
+  }
+}
+
+/** The queries where fusing lost most: worst first, at most twenty, each delta signed. */
+async function checkWorstQueries(page, report) {
+  const worst = report.per_query.filter((q) => q.delta_ndcg !== null).sort((a, b) => a.delta_ndcg - b.delta_ndcg).slice(0, 20);
+  const rows = page.locator('[data-testid="eval-worst"] tbody tr');
+  assert.deepEqual(await rows.evaluateAll((nodes) => nodes.map((node) => node.dataset.qid)), worst.map((q) => String(q.qid)));
+  for (const [index, q] of worst.entries()) {
+    const row = rows.nth(index);
+    assert.equal(await row.locator('[data-testid="delta"]').textContent(), signed3(q.delta_ndcg));
+    const said = await row.innerText();
+    assert.ok(said.includes(q.query) && said.includes(q.best_store), `${said} names the query and ${q.best_store}`);
+  }
+}
+
+/** The tune panel: current beside tuned, the held-out check, and the YAML and Apply only when changed. */
+async function checkTunePanel(page, tune) {
+  const panel = page.locator('#q-tune');
+  await panel.waitFor();
+  const cell = (row, setting) => row.locator(`td[data-setting="${setting}"]`).textContent();
+  const kRow = panel.locator('tr[data-row="k"]');
+  assert.equal(await cell(kRow, 'current'), String(tune.current.k));
+  assert.equal(await cell(kRow, 'tuned'), String(tune.tuned.k));
+  for (const [setting, { weights }] of [['current', tune.current], ['tuned', tune.tuned]]) {
+    for (const { store, weight } of weights) {
+      assert.equal(await cell(panel.locator(`tr[data-row="weight"][data-store="${store}"]`), setting), plainNumber(weight), `${setting} ${store}`);
+    }
+    const { mean, low, high } = tune[setting].held_out.ndcg;
+    assert.equal(await cell(panel.locator('tr[data-row="held_out_ndcg"]'), setting), `${f3(mean)} [${f3(low)}, ${f3(high)}]`);
+  }
+  const delta = tune.delta_ndcg;
+  assert.ok((await panel.locator('[data-testid="tune-delta"]').textContent())
+    .includes(`${signed3(delta.mean)} [${signed3(delta.low)}, ${signed3(delta.high)}]`));
+  assert.ok((await panel.locator('[data-testid="tune-tried"]').textContent()).includes(`${tune.tried} settings tried`));
+  assert.deepEqual(await panel.locator('[data-testid="tune-held-out"] code').allTextContents(), tune.held_out.map(String));
+  assert.equal(await panel.getAttribute('data-changed'), String(tune.changed));
+  const apply = page.getByRole('button', { name: 'Apply the tuned setting' });
+  if (tune.changed) {
+    assert.equal(await panel.locator('[data-testid="tune-yaml"]').textContent(), tune.yaml);
+    assert.ok(await apply.isEnabled());
+    assert.equal(await panel.locator('[data-testid="tune-stands"]').count(), 0);
+  } else {
+    await panel.locator('[data-testid="tune-stands"]', { hasText: 'The current setting stands.' }).waitFor();
+    assert.equal(await apply.count(), 0, 'nothing to apply');
+    assert.equal(await panel.locator('[data-testid="tune-yaml"]').count(), 0);
+  }
+  assert.doesNotMatch(await panel.innerText(), /undefined|NaN|null|\[object/);
+  return page.locator('#q-apply'); // by id: once applied, its name is "Applied"
+}
+
+/** Clicks Apply: the POST /configure it sends (the tuned body, with the token), then the Knobs data read again. */
+async function applyTuned(page, apply, tune) {
+  const sent = page.waitForRequest((request) => request.method() === 'POST' && new URL(request.url()).pathname === '/configure');
+  const applied = waitForApi(page, 'POST', '/configure');
+  const reread = waitForApi(page, 'GET', '/knobs', 200);
+  await apply.click();
+  const request = await sent;
+  assert.deepEqual(request.postDataJSON(), tune.configure);
+  assert.equal(request.headers().authorization, `Bearer ${TOKEN}`);
+  const response = await applied;
+  assert.equal(response.status(), 200, await response.text());
+  await reread;
+  const notice = page.locator('#q-apply-result .notice.success');
+  await notice.waitFor();
+  if (tune.current.k !== tune.tuned.k) {
+    assert.equal(await notice.locator('li[data-changed="k"]').textContent(), `k ${tune.current.k} → ${tune.tuned.k}`);
+  }
+  for (const { store, weight } of tune.tuned.weights) {
+    const before = tune.current.weights.find((w) => w.store === store).weight;
+    if (before !== weight) {
+      assert.equal(await notice.locator(`li[data-changed="${store} weight"]`).textContent(),
+        `${store} weight ${plainNumber(before)} → ${plainNumber(weight)}`);
+    }
+  }
+  assert.ok(await apply.isDisabled(), 'applied once');
+  assert.equal(await apply.textContent(), 'Applied');
+  return response.json();
+}
+
+describe('The Bridge measures quality (POST /eval, a demo that requires a bearer token)', () => {
+  let demo;
+  before(async () => { demo = await startDemo({ SEREN_SCC_BEARER_TOKEN: TOKEN }); });
+  after(async () => { if (demo) await demo.stop(); });
+
+  /** A page with the token in this browser already (as the token prompt leaves it). */
+  async function openWithToken(viewport) {
+    const opened = await openPage(viewport);
+    await opened.context.addInitScript((token) => localStorage.setItem('seren_token', token), TOKEN);
+    assert.equal((await opened.page.goto(`${demo.url}/viewer`)).status(), 200);
+    await opened.page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+    return opened;
+  }
+
+  test('the example judgments scored as POST /eval answers them; tuned, the current setting stands or is applied; a facts-only set tunes and applies; a bad line shows the 422', { timeout: TEST_MS }, async () => {
+    const before = await getJson(demo.url, '/knobs', TOKEN);
+    const liveK = before.federation.find((knob) => knob.key === 'k').live;
+    const liveWeights = before.stores.map((store) => ({ name: store.name, weight: store.knobs.find((knob) => knob.key === 'weight').live }));
+    const { context, page } = await openWithToken();
+    try {
+      // By keyboard: from Knobs, ArrowRight is Quality; from Quality, it wraps to Search.
+      await page.getByRole('tab', { name: 'Knobs' }).click();
+      await page.getByRole('tab', { name: 'Knobs' }).focus();
+      await page.keyboard.press('ArrowRight');
+      const tab = page.getByRole('tab', { name: 'Quality' });
+      assert.equal(await tab.getAttribute('aria-selected'), 'true');
+      assert.ok(await tab.evaluate((node) => node === document.activeElement), 'the Quality tab has focus');
+      assert.ok(await page.getByRole('tabpanel', { name: 'Quality' }).isVisible());
+      assert.equal(new URL(page.url()).hash, '#quality');
+      await page.keyboard.press('ArrowRight');
+      assert.equal(await page.getByRole('tab', { name: 'Search' }).getAttribute('aria-selected'), 'true');
+      await page.keyboard.press('End');
+      assert.equal(await tab.getAttribute('aria-selected'), 'true');
+
+      // Empty, prefilled with nothing: Run says what is missing and sends nothing.
+      await page.locator('#eval-empty').waitFor();
+      const panel = qualityPanel(page);
+      assert.equal(await panel.getByLabel('Judgments').inputValue(), '');
+      assert.equal(await panel.getByLabel('k (cutoff)', { exact: true }).inputValue(), '10');
+      assert.equal(await panel.getByLabel('Identity').inputValue(), '');
+      assert.equal(await panel.getByLabel('Identity').locator('option').first().textContent(), 'the server’s (none)');
+      let sent = 0;
+      const count = (request) => { if (new URL(request.url()).pathname === '/eval') sent += 1; };
+      page.on('request', count);
+      await page.getByRole('button', { name: 'Run', exact: true }).click();
+      await page.locator('#eval-error', { hasText: 'Paste judged queries' }).waitFor();
+      await shot(page, 'desktop-25-quality-empty');
+
+      // ---- The docs' example judgments, k 10. While the request is held, the page says it runs.
+      const judgments = exampleJudgments();
+      const lines = judgments.trim().split('\n').length;
+      await fillQuality(page, { judgments, k: 10, tune: false });
+      let release;
+      const held = new Promise((resolve) => { release = resolve; });
+      const isEval = (url) => url.pathname === '/eval';
+      await page.route(isEval, async (route) => { await held; await route.continue(); });
+      const answered = waitForApi(page, 'POST', '/eval');
+      await page.getByRole('button', { name: 'Run', exact: true }).click();
+      await page.locator('#eval-status', { hasText: `Running… ${lines} judged queries` }).waitFor();
+      assert.ok(await page.getByRole('button', { name: 'Run', exact: true }).isDisabled(), 'Run is off while it runs');
+      assert.equal(await page.locator('#panel-quality').getAttribute('aria-busy'), 'true');
+      release();
+      const response = await answered;
+      await page.unroute(isEval);
+      assert.equal(response.status(), 200, await response.text());
+      const body = response.request().postDataJSON();
+      assert.deepEqual(body, { judgments, k: 10 }, 'the text as typed, k; no tune, no identity');
+      const report = await response.json();
+      await page.locator('#eval-result:not([hidden]) #q-charts').waitFor();
+      page.off('request', count);
+      assert.equal(sent, 1, 'nothing was sent without judgments');
+      assert.ok(await page.getByRole('button', { name: 'Run', exact: true }).isEnabled());
+      // The same body from Node answers the same document, and the chart shows its numbers.
+      const direct = await postWithToken(demo.url, '/eval', body);
+      assert.equal(direct.status, 200, JSON.stringify(direct.answer));
+      assert.deepEqual(report, direct.answer);
+      assert.equal(report.queries, lines);
+      assert.deepEqual(report.stores.map((store) => store.store), ['episodic', 'facts']);
+      await checkQualityChart(page, report);
+      await checkWorstQueries(page, report);
+      const status = await page.locator('#eval-status').innerText();
+      assert.ok(status.includes(`${lines} judged queries · k = 10 · identity ${report.identity}`), status);
+      assert.equal(await page.locator('#eval-result .notice.failed, #eval-result .notice.skipped').count(), 0, 'every store answered');
+      assert.equal(await page.locator('#q-tune').count(), 0, 'no tune panel without tune');
+      await page.locator('.q-numbers summary').click();
+      await noHorizontalScroll(page);
+      await shot(page, 'desktop-26-quality');
+
+      // ---- Tuned: current beside tuned; the demo's judgments may leave the setting as it is.
+      await fillQuality(page, { k: 5, tune: true });
+      let run = await runQuality(page);
+      assert.deepEqual(run.body, { judgments, k: 5, tune: true });
+      let direct2 = await postWithToken(demo.url, '/eval', run.body);
+      assert.deepEqual(run.answer, direct2.answer);
+      await checkQualityChart(page, run.answer);
+      let apply = await checkTunePanel(page, run.answer.tune);
+      if (run.answer.tune.changed) {
+        await applyTuned(page, apply, run.answer.tune);
+        const knobs = await getJson(demo.url, '/knobs', TOKEN);
+        assert.equal(knobs.federation.find((knob) => knob.key === 'k').live, run.answer.tune.tuned.k);
+        await postWithToken(demo.url, '/configure', { k: liveK, stores: liveWeights });
+      }
+      await shot(page, 'desktop-27-quality-tune');
+
+      // ---- Judgments where only facts' documents are relevant: weighing episodic down wins, Apply.
+      await fillQuality(page, { judgments: FACTS_ONLY, k: 5, tune: true });
+      run = await runQuality(page);
+      direct2 = await postWithToken(demo.url, '/eval', run.body);
+      assert.deepEqual(run.answer, direct2.answer);
+      const factsOnly = run.answer;
+      const { tune } = run.answer;
+      assert.equal(tune.changed, true, `the facts-only judgments move the setting: ${JSON.stringify(tune)}`);
+      const tunedWeight = (store) => tune.tuned.weights.find((w) => w.store === store).weight;
+      assert.ok(tunedWeight('episodic') < tunedWeight('facts'), `episodic weighed down: ${JSON.stringify(tune.tuned.weights)}`);
+      assert.ok(tune.delta_ndcg.mean > 0, `the held-out queries gain: ${JSON.stringify(tune.delta_ndcg)}`);
+      await checkQualityChart(page, run.answer);
+      await checkWorstQueries(page, run.answer);
+      apply = await checkTunePanel(page, tune);
+      await page.locator('#q-tune').scrollIntoViewIfNeeded();
+      await shot(page, 'desktop-28-quality-tuned');
+      const answer = await applyTuned(page, apply, tune);
+      assert.equal(answer.ok, true);
+      // GET /knobs now has the tuned k and weights, and so has the Knobs tab.
+      const knobs = await getJson(demo.url, '/knobs', TOKEN);
+      assert.equal(knobs.federation.find((knob) => knob.key === 'k').live, tune.tuned.k);
+      for (const { store, weight } of tune.tuned.weights) {
+        assert.equal(knobs.stores.find((s) => s.name === store).knobs.find((knob) => knob.key === 'weight').live, weight, store);
+      }
+      await shot(page, 'desktop-29-quality-applied');
+      await page.getByRole('tab', { name: 'Knobs' }).click();
+      for (const { store, weight } of tune.tuned.weights) {
+        assert.equal(await page.getByLabel(`${store} weight`, { exact: true }).inputValue(), String(weight));
+      }
+      assert.equal(await page.locator('#knobs-federation tr[data-knob="k"] input').inputValue(), String(tune.tuned.k));
+
+      // Run again: the tuned setting is the current one now, so it stands, and nothing is offered.
+      await page.getByRole('tab', { name: 'Quality' }).click();
+      run = await runQuality(page);
+      assert.equal(run.answer.tune.changed, false, JSON.stringify(run.answer.tune));
+      assert.equal(run.answer.tune.current.k, tune.tuned.k);
+      assert.ok(run.answer.fused.ndcg.mean > factsOnly.fused.ndcg.mean, `the fusion under the tuned setting does better: ${run.answer.fused.ndcg.mean}`);
+      await checkQualityChart(page, run.answer);
+      await checkTunePanel(page, run.answer.tune);
+
+      // ---- A bad line: the server's 422 words, as they are; nothing else drawn.
+      const bad = `${judgments.trim()}\n{"query": "jetpack", "relevant": [{"store": "nope", "id": "x"}]}\n`;
+      await fillQuality(page, { judgments: bad, k: 10, tune: false });
+      page.expectHttpError(422, '/eval');
+      const refused = await runQuality(page, 422);
+      const { detail } = refused.answer;
+      assert.ok(detail.includes(`line ${lines + 1}`) && detail.includes('nope'), detail);
+      const directBad = await postWithToken(demo.url, '/eval', refused.body);
+      assert.equal(directBad.status, 422);
+      assert.equal(directBad.answer.detail, detail);
+      const notice = page.locator('#eval-notices .notice.error');
+      assert.equal(await notice.getAttribute('role'), 'alert');
+      assert.equal(await notice.locator('[data-testid="eval-detail"]').textContent(), detail);
+      assert.ok(await page.locator('#eval-result').isHidden(), 'no result under a refusal');
+      await noHorizontalScroll(page);
+      await shot(page, 'desktop-30-quality-refused');
+      page.assertClean();
+    } finally {
+      await context.close();
+      const back = await postWithToken(demo.url, '/configure', { k: liveK, stores: liveWeights });
+      assert.equal(back.status, 200, JSON.stringify(back.answer));
+    }
+  });
+
+  test('a second evaluation while one runs is a 503, said plainly; a store that hangs is listed as failed, with its queries', { timeout: TEST_MS }, async () => {
+    // A store that takes the connection and never answers: an evaluation waits on it for the
+    // per-store timeout, two seconds here, so a second evaluation meanwhile finds the first running.
+    const sockets = new Set();
+    let connected = null;
+    const hang = net.createServer((socket) => { sockets.add(socket); if (connected) connected(); });
+    await new Promise((resolve, reject) => { hang.once('error', reject); hang.listen(0, '127.0.0.1', resolve); });
+    const knobs = await getJson(demo.url, '/knobs', TOKEN);
+    const timeout = knobs.federation.find((knob) => knob.key === 'per_store_timeout_s').live;
+    const { context, page } = await openWithToken();
+    try {
+      let done = await postWithToken(demo.url, '/stores', { name: SLOW, type: 'seren_loci', url: `http://127.0.0.1:${hang.address().port}` });
+      assert.equal(done.status, 200, JSON.stringify(done.answer));
+      done = await postWithToken(demo.url, '/configure', { per_store_timeout_s: 2 });
+      assert.equal(done.status, 200, JSON.stringify(done.answer));
+      await page.getByRole('tab', { name: 'Quality' }).click();
+      const judgments = exampleJudgments();
+      await fillQuality(page, { judgments, k: 10, tune: false });
+
+      const first = new Promise((resolve) => { connected = resolve; });
+      const running = postWithToken(demo.url, '/eval', { judgments: [{ qid: 'jp', query: 'jetpack', relevant: [{ store: 'facts', id: 'fact-002' }] }] });
+      await within(first, UI_MS, `${SLOW} was not called`); // the evaluation from Node holds the one there is
+      page.expectHttpError(503, '/eval');
+      const busy = await runQuality(page, 503);
+      const notice = page.locator('#eval-notices .notice.error');
+      assert.ok((await notice.textContent()).includes('Another evaluation is running'), await notice.textContent());
+      assert.equal(await notice.locator('[data-testid="eval-detail"]').textContent(), busy.answer.detail);
+      await shot(page, 'desktop-31-quality-busy');
+      const ran = await running;
+      assert.equal(ran.status, 200, JSON.stringify(ran.answer));
+      assert.ok(ran.answer.per_query[0].failed.some((f) => f.name === SLOW), JSON.stringify(ran.answer.per_query[0]));
+
+      // Now it runs; the hanging store counts as an empty ranking and is named with its queries.
+      const { answer } = await runQuality(page);
+      await checkQualityChart(page, answer);
+      const failed = page.locator('#eval-result .notice.failed li[data-store="slow-e2e"]');
+      await failed.waitFor();
+      const said = await failed.textContent();
+      const reasons = new Set(answer.per_query.flatMap((q) => q.failed.filter((f) => f.name === SLOW).map((f) => f.reason)));
+      assert.ok(reasons.size > 0, JSON.stringify(answer.per_query));
+      assert.ok([...reasons].slice(0, 3).every((reason) => said.includes(reason)), `${said} gives the reasons ${[...reasons]}`);
+      const qids = answer.per_query.filter((q) => q.failed.some((f) => f.name === SLOW)).map((q) => String(q.qid));
+      assert.ok(said.includes(`${qids.length} ${qids.length === 1 ? 'query' : 'queries'}: ${qids.join(', ')}`), said);
+      await noHorizontalScroll(page);
+      await shot(page, 'desktop-32-quality-failed');
+      page.assertClean();
+    } finally {
+      await context.close();
+      await fetch(`${demo.url}/stores/${SLOW}`, { method: 'DELETE', headers: { authorization: `Bearer ${TOKEN}` } });
+      await postWithToken(demo.url, '/configure', { per_store_timeout_s: timeout });
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => hang.close(resolve));
+    }
+  });
+
+  test('narrow screen (390 px): a judgments file loaded, the chart, the worst queries and the tuned setting fit', { timeout: TEST_MS }, async () => {
+    const { context, page } = await openWithToken({ width: 390, height: 844 });
+    try {
+      const tab = page.getByRole('tab', { name: 'Quality' });
+      const box = await tab.boundingBox();
+      assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `the Quality tab is on screen: ${JSON.stringify(box)}`);
+      await tab.click();
+      // Load file: read in the browser into the box, as it is.
+      await qualityPanel(page).getByLabel('Load file').setInputFiles({ name: 'facts-only.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(FACTS_ONLY) });
+      await page.locator('#eval-status', { hasText: 'Loaded facts-only.jsonl: 6 judged queries.' }).waitFor();
+      assert.equal(await qualityPanel(page).getByLabel('Judgments').inputValue(), FACTS_ONLY);
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-12-quality-form');
+      await fillQuality(page, { k: 5, tune: true });
+      const { body, answer } = await runQuality(page);
+      assert.deepEqual(body, { judgments: FACTS_ONLY, k: 5, tune: true });
+      const direct = await postWithToken(demo.url, '/eval', body);
+      assert.deepEqual(answer, direct.answer);
+      await checkQualityChart(page, answer);
+      await checkWorstQueries(page, answer);
+      const apply = await checkTunePanel(page, answer.tune);
+      // Every bar has room; nothing scrolls sideways; Apply is on screen.
+      for (const bar of await page.locator('#q-charts li.q-bar svg').all()) {
+        const { width, x } = await bar.boundingBox();
+        assert.ok(width >= 48 && x >= 0 && x + width <= 390, `a bar of ${width}px at ${x}`);
+      }
+      await noHorizontalScroll(page);
+      if (answer.tune.changed) {
+        await apply.scrollIntoViewIfNeeded();
+        const applyBox = await apply.boundingBox();
+        assert.ok(applyBox.x >= 0 && applyBox.x + applyBox.width <= 390, JSON.stringify(applyBox));
+      }
+      await shot(page, 'narrow-13-quality');
       page.assertClean();
     } finally {
       await context.close();
