@@ -89,8 +89,20 @@ function startBinary(args, extraEnv = {}) {
   running.add(child);
   const log = [];
   let buffered = '';
+  const waiters = new Set();
   const demo = {
     child, home, log, url: null,
+    // Resolves once `ready(log)` holds, checked at every new line; the log is written after the
+    // answer it records, so a test that reads it right after a response waits here, bounded.
+    waitForLog(ready, what, timeoutMs = UI_MS) {
+      if (ready(log)) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const waiter = () => { if (ready(log)) { done(); resolve(); } };
+        const timer = setTimeout(() => { done(); reject(new Error(`no ${what} in the log within ${timeoutMs} ms:\n${log.slice(-40).join('\n')}`)); }, timeoutMs);
+        const done = () => { clearTimeout(timer); waiters.delete(waiter); };
+        waiters.add(waiter);
+      });
+    },
     async stop() {
       running.delete(child);
       if (child.exitCode === null && child.signalCode === null) {
@@ -115,6 +127,7 @@ function startBinary(args, extraEnv = {}) {
         const line = buffered.slice(0, nl);
         buffered = buffered.slice(nl + 1);
         log.push(line);
+        for (const waiter of [...waiters]) waiter();
         const match = /The Bridge:\s+(http:\/\/[^\s/]+)\/viewer/.exec(line)
           || /listening on (http:\/\/[^\s/]+)/.exec(line);
         if (match && !demo.url) {
@@ -1076,11 +1089,18 @@ describe('A page on another origin cannot use the callosum', () => {
       const results = await page.evaluate(() => window.__results);
 
       // The requests reached the callosum (the browser did not stop them for us) and were refused:
-      // its own request log (SEREN_SCC_LOG=debug) says what came and what it answered.
-      const seen = demo.log
+      // its own request log (SEREN_SCC_LOG=debug) says what came and what it answered, a line
+      // written just after each answer: waited for.
+      const requests = (log) => log
         .map((line) => /request method=(\S+) path='?([^\s']+)'? status=(\d+)/.exec(line)) // path quoted (text::escaped) or bare
         .filter(Boolean)
         .map(([, method, where, status]) => `${method} ${where} ${status}`);
+      await demo.waitForLog((log) => {
+        const lines = requests(log);
+        return lines.filter((s) => s === 'POST /stores 403').length >= 2
+          && lines.includes('OPTIONS /search 403') && lines.includes('GET /stores 403');
+      }, 'line for each refused request');
+      const seen = requests(demo.log);
       assert.equal(seen.filter((s) => s === 'POST /stores 403').length, 2, `the no-cors and form posts: ${seen.join(', ')}`);
       assert.ok(seen.includes('OPTIONS /search 403'), `the preflight was refused: ${seen.join(', ')}`);
       assert.ok(!seen.some((s) => s.startsWith('POST /search')), 'no search was sent after the refused preflight');
