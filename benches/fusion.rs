@@ -488,6 +488,7 @@ fn metrics_table(iterations: usize) {
                 health: &health,
                 in_flight: 1,
                 overlay_writes: &writes,
+                audit: (0, 0),
             })
         };
         let bytes = scrape().len();

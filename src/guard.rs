@@ -40,15 +40,19 @@ const CORS_ALLOW_METHODS: &str = "GET, POST, DELETE, OPTIONS";
 const CORS_EXPOSE_HEADERS: &str = "x-request-id, mcp-session-id, www-authenticate, retry-after";
 
 /// The checks, built once from the `server:` block.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Guard {
     /// The `Host` names accepted besides IP literals; `None` turns the check off (`*`).
     hosts: Option<Vec<String>>,
     /// Extra origins allowed to call gated routes, as `scheme://host[:port]`, lower case.
     origins: Vec<String>,
     /// Which routes anyone may read (the Origin check is for the others).
-    public: fn(&Method, &str) -> bool,
+    public: Public,
 }
+
+/// Which routes anyone may read, token or not: the router's rule, which its settings shape
+/// (`server.public_metrics`, views).
+pub type Public = std::sync::Arc<dyn Fn(&Method, &str) -> bool + Send + Sync>;
 
 /// Why the guard refused a request: a status and a message that names the setting to change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +63,7 @@ pub struct Refused {
 
 impl Guard {
     /// The guard a `server:` block asks for, over a router whose public routes `public` names.
-    pub fn new(server: &Server, public: fn(&Method, &str) -> bool) -> Self {
+    pub fn new(server: &Server, public: Public) -> Self {
         let hosts = if server.allowed_hosts.iter().any(|h| h.trim() == "*") {
             None
         } else {
@@ -333,7 +337,7 @@ mod tests {
 
     impl Guard {
         fn new_for_tests(server: &Server) -> Self {
-            Self::new(server, |_, path| path == "/health")
+            Self::new(server, std::sync::Arc::new(|_, path| path == "/health"))
         }
     }
 

@@ -8,8 +8,10 @@ use crate::api::{Refusal, RefusalKind, SearchRequest, decode_json};
 use crate::chain::Chain;
 use crate::config::{OAuth, PROTECTED_RESOURCE_PATH};
 use crate::federation::Federation;
+use crate::guard::Public;
 use crate::oauth::{Access, Verifier};
 use crate::secret::Secret;
+use crate::view::{Actor, Caller, View};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
@@ -17,7 +19,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{MethodRouter, any_service, delete, get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 use std::hash::{BuildHasher, Hasher};
@@ -86,6 +88,7 @@ impl From<Refusal> for ApiError {
     fn from(refusal: Refusal) -> Self {
         let status = match refusal.kind {
             RefusalKind::BadRequest => StatusCode::BAD_REQUEST,
+            RefusalKind::Forbidden => StatusCode::FORBIDDEN,
             RefusalKind::NotFound => StatusCode::NOT_FOUND,
             RefusalKind::Conflict => StatusCode::CONFLICT,
             RefusalKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -120,13 +123,10 @@ pub fn router(state: AppState) -> Router {
         Some(_) => Secret::new(mint_request_id() + &mint_request_id()),
         None => server.token.clone(),
     };
-    let public: Public = if server.public_metrics {
-        is_public_with_metrics
-    } else {
-        is_public
-    };
-    let guard = Arc::new(crate::guard::Guard::new(server, public));
+    let public = public_routes(server);
+    let guard = Arc::new(crate::guard::Guard::new(server, public.clone()));
     let auth = Arc::new(Auth {
+        views: server.views.clone(),
         token,
         oauth: server.oauth.clone().map(|settings| {
             let trust_system_store = state.federation.config().tls.trust_system_store;
@@ -202,12 +202,13 @@ async fn health() -> Response {
 
 async fn search(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let request: SearchRequest = decode_body(body)?;
     let chain = Chain::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()));
-    let answer = state.federation.search(&request, &chain).await?;
+    let answer = state.federation.search(&caller, &request, &chain).await?;
     let searched = Searched {
         asked: answer.stores_searched.len() + answer.failed.len(),
         failed: answer.failed.len(),
@@ -218,8 +219,11 @@ async fn search(
     Ok(response)
 }
 
-async fn health_stores(State(state): State<AppState>) -> Response {
-    Json(state.federation.health()).into_response()
+async fn health_stores(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    Json(state.federation.health(&caller)).into_response()
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
@@ -227,32 +231,43 @@ async fn metrics(State(state): State<AppState>) -> Response {
     ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
-async fn list_stores(State(state): State<AppState>) -> Response {
-    Json(state.federation.stores()).into_response()
+async fn list_stores(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    Json(state.federation.stores(&caller)).into_response()
 }
 
 async fn add_store(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let new: NewStore = decode_body(body)?;
-    Ok(Json(state.federation.add_store(new).await?).into_response())
+    Ok(Json(state.federation.add_store(&caller, new).await?).into_response())
 }
 
 async fn configure(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let request: crate::api::ConfigureRequest = decode_body(body)?;
-    Ok(Json(state.federation.configure(&request)?).into_response())
+    Ok(Json(state.federation.configure(&caller, &request)?).into_response())
 }
 
 /// `POST /eval` (contract §8): the `eval --json` document for the body's judged queries.
 async fn eval(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let request: crate::api::EvalRequest = decode_body(body)?;
+    // An evaluation runs a search per store for every judged query: a view asks it only with
+    // `write`, as an access token does with the write scope.
+    if let Some(why) = caller.refuse_write() {
+        return Err(Refusal::forbidden(why).into());
+    }
     let Ok(_evaluating) = state.evaluating.try_acquire() else {
         return Err(Refusal::new(
             RefusalKind::Busy,
@@ -260,7 +275,7 @@ async fn eval(
         )
         .into());
     };
-    let report = crate::eval::evaluate::requested(&state.federation, &request).await?;
+    let report = crate::eval::evaluate::requested(&state.federation, &caller, &request).await?;
     Ok(Json(report).into_response())
 }
 
@@ -276,16 +291,17 @@ async fn protected_resource(State(state): State<AppState>, uri: axum::http::Uri)
     Json(crate::oauth::metadata(oauth)).into_response()
 }
 
-async fn knobs(State(state): State<AppState>) -> Response {
+async fn knobs(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Response {
     // From the config in force, in memory: no file is read.
-    Json(state.federation.knobs_answer()).into_response()
+    Json(state.federation.knobs_answer(&caller)).into_response()
 }
 
 async fn remove_store(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(Json(state.federation.remove_store(&name).await?).into_response())
+    Ok(Json(state.federation.remove_store(&caller, &name).await?).into_response())
 }
 
 /// The viewer's own policy: it may run its inline script and style and talk to this origin, and
@@ -460,8 +476,22 @@ pub fn is_public(method: &Method, path: &str) -> bool {
             || path.starts_with("/.well-known/oauth-protected-resource/"))
 }
 
-/// Which paths anyone may read: [`is_public`], or [`is_public_with_metrics`].
-type Public = fn(&Method, &str) -> bool;
+/// Which paths anyone may read under `server`: [`is_public`], with `GET /metrics` when
+/// `server.public_metrics` says so, and without `/health/stores` when views are configured
+/// (which stores exist is each view's business, contract §6c).
+fn public_routes(server: &crate::config::Server) -> Public {
+    let (metrics, views) = (server.public_metrics, server.views.any());
+    Arc::new(move |method: &Method, path: &str| {
+        if views && path.starts_with("/health/") {
+            return false;
+        }
+        if metrics {
+            is_public_with_metrics(method, path)
+        } else {
+            is_public(method, path)
+        }
+    })
+}
 
 /// [`is_public`], and `GET /metrics`: what anyone may read when `server.public_metrics` is set.
 pub fn is_public_with_metrics(method: &Method, path: &str) -> bool {
@@ -469,11 +499,12 @@ pub fn is_public_with_metrics(method: &Method, path: &str) -> bool {
         || ((method == Method::GET || method == Method::HEAD) && path == "/metrics")
 }
 
-/// Who may call the gated routes: the holder of the static token (everything), the holder of an
-/// access token from `server.oauth`'s issuer (what its scopes allow), or, with neither set,
-/// anyone.
+/// Who may call the gated routes: the holder of the static token (everything), the holder of a
+/// view's token (its stores), the holder of an access token from `server.oauth`'s issuer (what
+/// its scopes allow, and the view a scope selects), or, with none of them set, anyone.
 struct Auth {
     token: Option<Secret>,
+    views: crate::config::Views,
     oauth: Option<Arc<Verifier>>,
     public: Public,
 }
@@ -498,8 +529,10 @@ async fn require_token(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let gated = auth.token.is_some() || auth.oauth.is_some();
+    let gated = auth.token.is_some() || auth.oauth.is_some() || auth.views.any();
     if !gated || (auth.public)(request.method(), request.uri().path()) {
+        // A public route reads nothing a view limits (views gate `/health/stores`).
+        request.extensions_mut().insert(Caller::full(Actor::Open));
         return next.run(request).await;
     }
     let given = bearer(request.headers()).map(str::to_owned);
@@ -507,6 +540,22 @@ async fn require_token(
         && constant_time_eq(given.as_bytes(), token.expose().as_bytes())
     {
         request.extensions_mut().insert(Access::Full);
+        request.extensions_mut().insert(Caller::full(Actor::Token));
+        return next.run(request).await;
+    }
+    if let Some(view) = given
+        .as_deref()
+        .and_then(|given| auth.views.by_token(given))
+    {
+        if let Some(refused) = refuse_view(&view, request.method(), request.uri().path()) {
+            return refused;
+        }
+        // A view's token is not an access token: the view, not a scope, says what it may do.
+        request.extensions_mut().insert(Access::Full);
+        request.extensions_mut().insert(Caller {
+            actor: Actor::View(view.name.clone()),
+            view: Some(view),
+        });
         return next.run(request).await;
     }
     let Some(verifier) = &auth.oauth else {
@@ -518,8 +567,8 @@ async fn require_token(
         let challenge = format!("Bearer resource_metadata=\"{metadata}\"");
         return refuse_auth(StatusCode::UNAUTHORIZED, "unauthorized", challenge);
     };
-    let access = match verifier.verify(&given).await {
-        Ok(access) => access,
+    let verified = match verifier.verify(&given).await {
+        Ok(verified) => verified,
         Err(why) => {
             let challenge = format!(
                 "Bearer error=\"invalid_token\", error_description=\"{why}\", resource_metadata=\"{metadata}\""
@@ -531,6 +580,7 @@ async fn require_token(
             );
         }
     };
+    let access = Access::Scopes(verified.scopes);
     if let Some(scope) = needed_scope(request.method(), request.uri().path(), settings)
         && !access.allows(scope)
     {
@@ -542,8 +592,51 @@ async fn require_token(
         );
         return refuse_auth(StatusCode::FORBIDDEN, &detail, challenge);
     }
+    let Access::Scopes(scopes) = &access else {
+        unreachable!("built as scopes above")
+    };
+    let views = auth.views.by_scopes(scopes);
+    let view = match views.as_slice() {
+        [] => None,
+        [view] => Some(view.clone()),
+        [a, b, ..] => {
+            let detail = format!(
+                "forbidden: the access token grants the scopes of two views ({}, {}); a token selects one view",
+                a.name, b.name
+            );
+            return refuse_auth(StatusCode::FORBIDDEN, &detail, "Bearer".into());
+        }
+    };
+    if let Some(view) = &view
+        && let Some(refused) = refuse_view(view, request.method(), request.uri().path())
+    {
+        return refused;
+    }
     request.extensions_mut().insert(access);
+    request.extensions_mut().insert(Caller {
+        actor: Actor::OAuth(verified.subject),
+        view,
+    });
     next.run(request).await
+}
+
+/// What a view may not read at all: `GET /metrics`, whose series name every store (its own
+/// stores' numbers are in `GET /health/stores`).
+fn refuse_view(view: &View, method: &Method, path: &str) -> Option<Response> {
+    let metrics = (method == Method::GET || method == Method::HEAD) && path == "/metrics";
+    metrics.then(|| {
+        ApiError {
+            close: true,
+            ..ApiError::new(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "forbidden: /metrics names every store, and the view {} sees only its own; its stores' health is at /health/stores",
+                    view.name
+                ),
+            )
+        }
+        .into_response()
+    })
 }
 
 /// A refused request: `detail`, the `WWW-Authenticate` challenge, and `Connection: close` (the
@@ -580,12 +673,7 @@ pub fn bearer_matches(headers: &HeaderMap, token: &Secret) -> bool {
         .is_some_and(|given| constant_time_eq(given.as_bytes(), token.expose().as_bytes()))
 }
 
-/// Compares without an early exit (`subtle`), so the time taken does not tell how much of a guess
-/// was right. (The length is not hidden; a token's length is not the secret.)
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    use subtle::ConstantTimeEq;
-    a.ct_eq(b).into()
-}
+pub use crate::secret::constant_time_eq;
 
 /// Echoes the caller's `X-Request-Id` (when it is a sane one) or mints one, on every response,
 /// and logs the request at debug level.

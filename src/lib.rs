@@ -13,6 +13,7 @@
 //! - [`text`]: text made fit to show: cut short, escaped, printable, worded without values.
 //! - [`hosts`]: host names and web origins as settings and headers give them.
 //! - [`secret`]: a token or password whose `Debug` never shows it.
+//! - [`view`]: who is asking and which stores they see: a view's patterns, the audit trail's actor.
 //! - [`keychain`]: the OS keychain that `*_keyring` token pointers name.
 //! - [`metadata`]: a hit's metadata kept as one JSON text, written once, passed through.
 //! - [`chain`]: where a search stands among callosums: via ids, depth, call budget.
@@ -27,6 +28,7 @@
 //! - [`guard`]: what keeps web pages out: the Host allow-list, the Origin check, JSON-only bodies.
 //! - [`listener`]: the accept loop: connection cap with idle eviction, header timeout, graceful drain.
 //! - [`ledger`]: the bytes of store answers a search and the process hold, each bounded.
+//! - [`audit`]: the audit trail: one JSON line per write, naming who made it.
 //! - [`overlay`]: the machine-managed `runtime-stores.json` (or table) beside the config.
 //! - [`store`]: one [`store::Protocol`] per store type, the `mcp` type, the shared HTTP call to a store,
 //!   and how a store entry is bound.
@@ -46,6 +48,7 @@
 //!   lifecycle (bind, warm-up, reload, graceful shutdown) the binary and the tests both run.
 
 pub mod api;
+pub mod audit;
 pub mod chain;
 pub mod cli;
 pub mod config;
@@ -78,6 +81,7 @@ pub mod roster;
 pub mod secret;
 pub mod store;
 pub mod text;
+pub mod view;
 
 /// The crate's version, as Cargo knows it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -14,6 +14,7 @@ use crate::api::{
 use crate::chain::Chain;
 use crate::federation::Federation;
 use crate::oauth::Access;
+use crate::view::Caller;
 use rmcp::handler::server::common::schema_for_input;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Json;
@@ -175,21 +176,34 @@ enum Scope {
 }
 
 impl CallosumMcp {
-    /// Refuses a call over HTTP whose access token does not grant the scope `tool` needs. Over
-    /// stdio, with the static token, or with no auth set, every tool may be called.
-    fn authorized(&self, extensions: &Extensions, tool: &str, scope: Scope) -> Result<(), String> {
-        let access = extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Access>());
+    /// Who is calling: over HTTP, the caller the auth layer found (its view included); over
+    /// stdio, the local user. Refuses a call over HTTP whose access token does not grant the
+    /// scope `tool` needs (with the static token, a view's token, or no auth set, every tool may
+    /// be called; a view's own limits are the core's to apply).
+    fn authorized(
+        &self,
+        extensions: &Extensions,
+        tool: &str,
+        scope: Scope,
+    ) -> Result<Caller, String> {
+        let Some(parts) = extensions.get::<axum::http::request::Parts>() else {
+            return Ok(Caller::local());
+        };
+        // The auth layer puts a caller on every request it lets through; one without is refused
+        // rather than taken as everyone.
+        let caller = (parts.extensions.get::<Caller>())
+            .cloned()
+            .ok_or_else(|| "forbidden: the request came in without a caller".to_owned())?;
+        let access = parts.extensions.get::<Access>();
         let (Some(access), Some(oauth)) = (access, &self.federation.config().server.oauth) else {
-            return Ok(());
+            return Ok(caller);
         };
         let needed = match scope {
             Scope::Read => &oauth.read_scope,
             Scope::Write => &oauth.write_scope,
         };
         if access.allows(needed) {
-            return Ok(());
+            return Ok(caller);
         }
         Err(format!(
             "forbidden: {tool} needs the scope {needed}, which this access token does not grant; \
@@ -231,14 +245,14 @@ and the shaping steps that moved it) and which hits were left out. Read-only.",
         meta: RequestMetaObject,
         extensions: Extensions,
     ) -> Result<CallToolResult, String> {
-        self.authorized(&extensions, "search", Scope::Read)?;
+        let caller = self.authorized(&extensions, "search", Scope::Read)?;
         let args = search_arguments(args)?;
         // A callosum that fans this one through MCP says where the search stands in `_meta`.
         let chain = Chain::from_meta(&meta.0.0);
         let started = Instant::now();
         let answer = self
             .federation
-            .search(&args.search, &chain)
+            .search(&caller, &args.search, &chain)
             .await
             .map_err(refused)?;
         log_search(&self.federation, &args.search.query, &answer, started);
@@ -271,8 +285,8 @@ for add_store. Read-only.",
         )
     )]
     async fn list_stores(&self, extensions: Extensions) -> Result<Json<Stores>, String> {
-        self.authorized(&extensions, "list_stores", Scope::Read)?;
-        Ok(Json(self.federation.stores()))
+        let caller = self.authorized(&extensions, "list_stores", Scope::Read)?;
+        Ok(Json(self.federation.stores(&caller)))
     }
 
     /// Add a store to the fan, live.
@@ -302,10 +316,10 @@ duplicate name, an unknown type, a key not in this schema, a bad pointer, or a u
         args: JsonObject,
         extensions: Extensions,
     ) -> Result<Json<Added>, String> {
-        self.authorized(&extensions, "add_store", Scope::Write)?;
+        let caller = self.authorized(&extensions, "add_store", Scope::Write)?;
         let new: NewStore = arguments(args)?;
         self.federation
-            .add_store(new)
+            .add_store(&caller, new)
             .await
             .map(Json)
             .map_err(refused)
@@ -332,10 +346,10 @@ config file cannot be removed here. The store's data is untouched.",
         args: JsonObject,
         extensions: Extensions,
     ) -> Result<Json<Removed>, String> {
-        self.authorized(&extensions, "remove_store", Scope::Write)?;
+        let caller = self.authorized(&extensions, "remove_store", Scope::Write)?;
         let args: RemoveRequest = arguments(args)?;
         self.federation
-            .remove_store(args.name.trim())
+            .remove_store(&caller, args.name.trim())
             .await
             .map(Json)
             .map_err(refused)
@@ -349,10 +363,10 @@ static TOOLS: LazyLock<ToolRouter<CallosumMcp>> = LazyLock::new(CallosumMcp::too
 impl CallosumMcp {
     /// The tools as a host lists them: the `search` tool's description names the stores it can
     /// be aimed at, as the live roster holds them.
-    fn tools(&self) -> Vec<Tool> {
+    fn tools(&self, caller: &Caller) -> Vec<Tool> {
         let mut tools = TOOLS.list_all();
         for tool in tools.iter_mut().filter(|tool| tool.name == "search") {
-            let stores = aim_line(&self.federation.stores());
+            let stores = aim_line(&self.federation.stores(caller));
             tool.description = tool
                 .description
                 .take()
@@ -406,9 +420,16 @@ impl ServerHandler for CallosumMcp {
         let hints = context
             .protocol_version()
             .is_some_and(|version| version >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        // The search tool's words name the stores: a view's caller reads only its own. Listing
+        // tools needs no scope, so the scope asked here is one every caller holds.
+        let caller = match context.extensions.get::<axum::http::request::Parts>() {
+            None => Caller::local(),
+            Some(parts) => (parts.extensions.get::<Caller>().cloned())
+                .ok_or_else(|| rmcp::ErrorData::invalid_request("no caller", None))?,
+        };
         Ok(rmcp::model::ListToolsResult {
             result_type: Some(rmcp::model::ResultType::COMPLETE),
-            tools: self.tools(),
+            tools: self.tools(&caller),
             meta: None,
             next_cursor: None,
             // The search tool's description follows the roster: never fresh for long.

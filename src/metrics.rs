@@ -202,6 +202,8 @@ pub struct Scrape<'a> {
     /// Searches under way, from every surface.
     pub in_flight: usize,
     pub overlay_writes: &'a Writes,
+    /// The audit trail's lines written, and those that could not be.
+    pub audit: (u64, u64),
 }
 
 impl Metrics {
@@ -276,6 +278,7 @@ impl Metrics {
                 ("ok", scrape.overlay_writes.ok.get()),
                 ("failed", scrape.overlay_writes.failed.get()),
             ],
+            audit_writes: [("ok", scrape.audit.0), ("failed", scrape.audit.1)],
         };
         let mut registry = Registry::with_prefix(PREFIX);
         registry.register_collector(Box::new(families));
@@ -298,6 +301,7 @@ struct Families {
     /// Sorted by name: each fanned store's health row and its series.
     stores: Vec<(StoreHealth, StoreSeries)>,
     overlay_writes: [(&'static str, u64); 2],
+    audit_writes: [(&'static str, u64); 2],
 }
 
 impl Collector for Families {
@@ -352,6 +356,16 @@ impl Collector for Families {
             MetricType::Counter,
         )?;
         for (result, count) in &self.overlay_writes {
+            ConstCounter::new(*count).encode(family.encode_family(&[("result", *result)])?)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "audit_writes",
+            "Lines of the audit trail (server.audit_log) by result: ok, or failed (the change was applied all the same)",
+            None,
+            MetricType::Counter,
+        )?;
+        for (result, count) in &self.audit_writes {
             ConstCounter::new(*count).encode(family.encode_family(&[("result", *result)])?)?;
         }
         Ok(())
@@ -416,6 +430,7 @@ mod tests {
             health,
             in_flight: 3,
             overlay_writes: &Writes::default(),
+            audit: (0, 0),
         })
     }
 
@@ -520,6 +535,7 @@ mod tests {
             ("seren_callosum_in_flight_searches", "gauge"),
             ("seren_callosum_connections", "gauge"),
             ("seren_callosum_overlay_writes_total", "counter"),
+            ("seren_callosum_audit_writes_total", "counter"),
             ("seren_callosum_build_info", "gauge"),
         ] {
             assert!(
@@ -599,6 +615,7 @@ mod tests {
             health: &Health::default(),
             in_flight: 0,
             overlay_writes: &writes,
+            audit: (0, 0),
         });
         assert_eq!(
             value(&text, r#"seren_callosum_overlay_writes_total{result="ok"}"#),

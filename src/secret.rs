@@ -49,3 +49,10 @@ impl fmt::Debug for Secret {
         f.write_str("Secret(***)")
     }
 }
+
+/// Compares without an early exit (`subtle`), so the time taken does not tell how much of a guess
+/// was right. (The length is not hidden; a token's length is not the secret.)
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.ct_eq(b).into()
+}

@@ -35,5 +35,5 @@ pub use search::{
 };
 pub use stores::{
     Added, BreakerState, HealthAnswer, HealthStatus, Info, NewMcpStore, NewStore, PresetRow,
-    RemoveRequest, Removed, StoreHealth, StoreRow, StoreStatus, Stores,
+    RemoveRequest, Removed, StoreHealth, StoreRow, StoreStatus, Stores, ViewRow,
 };

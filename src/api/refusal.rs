@@ -6,6 +6,8 @@
 pub enum RefusalKind {
     /// 400: the request is well-formed but asks for something invalid.
     BadRequest,
+    /// 403: the caller's view may not do this (contract §6c).
+    Forbidden,
     /// 404: no such store.
     NotFound,
     /// 409: it clashes with what exists (a duplicate name, an unreadable overlay).
@@ -40,6 +42,10 @@ impl Refusal {
 
     pub fn bad_request(detail: impl Into<String>) -> Self {
         Self::new(RefusalKind::BadRequest, detail)
+    }
+
+    pub fn forbidden(detail: impl Into<String>) -> Self {
+        Self::new(RefusalKind::Forbidden, detail)
     }
 
     pub fn unprocessable(detail: impl Into<String>) -> Self {

@@ -42,6 +42,20 @@ pub struct Stores {
     /// only at its next start (the bind address, the token, ...), by their YAML names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restart_needed: Vec<String>,
+    /// The view the caller is held to (contract §6c), when it has one: only these stores are
+    /// listed, searched and changed for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<ViewRow>,
+}
+
+/// A caller's view as `GET /stores` and `list_stores` show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ViewRow {
+    pub name: String,
+    /// The store names and globs it sees.
+    pub stores: Vec<String>,
+    /// Whether it may add (within `stores`), remove and re-weight stores.
+    pub write: bool,
 }
 
 /// One `mcp` preset: a known MCP server's mapping, named.
@@ -176,8 +190,12 @@ pub struct Removed {
 pub struct Info {
     pub service: String,
     pub version: String,
-    pub stores: Vec<String>,
-    pub skipped: Vec<NameReason>,
+    /// Absent when views are configured: anyone may read `GET /`, and which stores exist is
+    /// each view's business.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stores: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<Vec<NameReason>>,
 }
 
 /// The MCP `remove_store` tool's arguments.

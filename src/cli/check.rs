@@ -22,6 +22,7 @@ async fn check(config: Config) -> anyhow::Result<ExitCode> {
     let federation = Federation::start(config).await?;
     let answer = match federation
         .search(
+            &crate::view::Caller::local(),
             &api::SearchRequest {
                 n_results: Some(1),
                 ..api::SearchRequest::new("seren-corpus-callosum check")
@@ -33,7 +34,11 @@ async fn check(config: Config) -> anyhow::Result<ExitCode> {
         Ok(answer) => answer,
         Err(refusal) => anyhow::bail!("the probe search was refused: {refusal}"),
     };
-    let mut healthy = check_stores(&federation.stores(), &answer, &mut out);
+    let mut healthy = check_stores(
+        &federation.stores(&crate::view::Caller::local()),
+        &answer,
+        &mut out,
+    );
     healthy &= check_mcp_tools(&federation, &mut out).await;
     healthy &= check_issuer(&federation.config(), &mut out).await;
     emit(&out)?;

@@ -48,7 +48,7 @@ pub fn run(args: EvalArgs) -> ExitCode {
 async fn eval(config: Config, args: EvalArgs) -> anyhow::Result<ExitCode> {
     let federation = Federation::start(config).await?;
     let identity = args.identity.as_deref().and_then(Identity::parse);
-    let plan = Plan::new(&federation, identity);
+    let plan = Plan::new(&federation, &crate::view::Caller::local(), identity);
     let judged = match read(&args.judgments, plan.scope()) {
         Ok(judged) => judged,
         Err(code) => return Ok(code),

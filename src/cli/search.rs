@@ -20,6 +20,7 @@ async fn search(config: Config, args: SearchArgs) -> anyhow::Result<ExitCode> {
     let federation = Federation::start(config).await?;
     let answer = match federation
         .search(
+            &crate::view::Caller::local(),
             &api::SearchRequest {
                 query: args.query.clone(),
                 n_results: args.n_results,

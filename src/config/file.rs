@@ -47,6 +47,9 @@ pub(super) struct FileServer {
     pub(super) overlay_url: Option<String>,
     pub(super) log_queries: Option<Flag>,
     pub(super) oauth: Option<super::oauth::FileOAuth>,
+    pub(super) views: Option<Vec<super::views::FileView>>,
+    pub(super) views_by_scope: Option<std::collections::BTreeMap<String, String>>,
+    pub(super) audit_log: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

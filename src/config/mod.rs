@@ -38,8 +38,12 @@ mod store;
 #[cfg(test)]
 mod tests;
 pub mod trust;
+mod views;
 
 pub use crate::limits::{DEFAULT_MAX_STORES, MAX_MAX_STORES};
+
+/// The audit trail's file name beside the overlay, when `server.audit_log` does not say.
+pub const AUDIT_FILE_NAME: &str = "audit.jsonl";
 pub use crate::secret::Secret;
 pub use breaker::BreakerSettings;
 pub use env::Env;
@@ -61,6 +65,7 @@ pub use server::{Server, Tls, TokenSource};
 pub use store::{
     Endpoint, Invalid, Program, RawStoreEntry, StoreEntry, StoreUrl, check_name, weight_and_floor,
 };
+pub use views::{ViewEntry, Views};
 
 use crate::keychain::{Keychain, Pointer};
 use crate::limits::MAX_CONFIG_BYTES;
@@ -161,6 +166,20 @@ impl Config {
         Self::load_with(path, env, None, Some(trust_list))
     }
 
+    /// Where the audit trail goes (contract §6c): `server.audit_log` (a relative path is taken
+    /// from the config file's folder), else `audit.jsonl` beside the overlay.
+    pub fn audit_path(&self) -> PathBuf {
+        match &self.server.audit_log {
+            Some(path) if path.is_relative() => {
+                (self.path.parent()).unwrap_or(Path::new(".")).join(path)
+            }
+            Some(path) => path.clone(),
+            None => (self.overlay_path.parent())
+                .unwrap_or(Path::new("."))
+                .join(AUDIT_FILE_NAME),
+        }
+    }
+
     /// Whether the file was found by search and is not trusted: its stores may not read
     /// `token_env` or `token_keyring`, nor run a program.
     pub fn untrusted(&self) -> bool {
@@ -247,7 +266,19 @@ impl Config {
         let mut problems = Vec::new();
         let federation = federation::read(file.federation, path, &mut problems, &mut warnings);
         let mut overlay_url = file.server.overlay_url.clone();
-        let (mut server, mut asked) = server::read(file.server, path, &mut problems, &mut warnings);
+        let store_names: Vec<&str> = (federation.stores.iter())
+            .map(|entry| match entry {
+                Ok(entry) => entry.name.as_str(),
+                Err(invalid) => invalid.name.as_str(),
+            })
+            .collect();
+        let (mut server, mut asked) = server::read(
+            file.server,
+            path,
+            &store_names,
+            &mut problems,
+            &mut warnings,
+        );
         let mut tls = Tls {
             trust_system_store: file.tls.trust_system_store.is_some_and(|f| f.0),
         };
@@ -286,6 +317,18 @@ impl Config {
             });
         }
         resolve_inbound(&mut server, &asked, pointer, &keychain, env);
+        let views_asked = std::mem::take(&mut asked.views);
+        views::resolve(
+            &mut server.views,
+            views_asked,
+            server.token.as_ref(),
+            &keychain,
+            env,
+        )
+        .map_err(|messages| ConfigError::Invalid {
+            path: path.to_owned(),
+            messages,
+        })?;
         Ok(Config {
             path: path.to_owned(),
             exists: false,
@@ -371,6 +414,8 @@ impl Config {
             watch,
             log_queries,
             oauth,
+            views,
+            audit_log,
         } = &self.server;
         let b = &new.server;
         let same_token = token.as_ref().map(Secret::expose) == b.token.as_ref().map(Secret::expose)
@@ -393,6 +438,8 @@ impl Config {
             ),
             ("server.max_in_flight", *max_in_flight != b.max_in_flight),
             ("server.oauth", *oauth != b.oauth),
+            ("server.views", *views != b.views),
+            ("server.audit_log", *audit_log != b.audit_log),
             (
                 "server.header_timeout_s",
                 *header_timeout != b.header_timeout,

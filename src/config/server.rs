@@ -12,6 +12,7 @@ use super::range::{seconds, within};
 use super::scalar;
 use super::secret::{self, Missing, Pointers};
 use super::store::non_blank;
+use super::views::{self, Views};
 use crate::keychain::{Keychain, Pointer};
 use crate::secret::Secret;
 use std::path::Path;
@@ -60,6 +61,11 @@ pub struct Server {
     /// The authorization server whose access tokens are taken beside the static token
     /// (`server.oauth`, contract §6b).
     pub oauth: Option<OAuth>,
+    /// The views that limit which stores a caller sees (`server.views`, contract §6c).
+    pub views: Views,
+    /// Where the audit trail goes (`server.audit_log`); `None`: beside the overlay
+    /// (`Config::audit_path`).
+    pub audit_log: Option<std::path::PathBuf>,
 }
 
 /// Where the inbound token comes from, as `check` and `GET /knobs` may say it.
@@ -81,6 +87,8 @@ pub struct Tls {
 /// The inbound token's pointers as the file and the environment name them, before they are read.
 #[derive(Default)]
 pub(super) struct Asked {
+    /// Each view's token pointers.
+    pub(super) views: Vec<views::Asked>,
     inline: Option<String>,
     pub(super) keychain: Option<String>,
     env: Option<String>,
@@ -88,13 +96,23 @@ pub(super) struct Asked {
     pub(super) backend: Option<String>,
 }
 
-/// The `server:` block, checked, and the inbound token's pointers as the file names them.
+/// The `server:` block, checked, and the inbound token's pointers as the file names them (the
+/// views' too). `stores` are the file's store names, which the views' patterns are checked
+/// against.
 pub(super) fn read(
-    s: FileServer,
+    mut s: FileServer,
     path: &Path,
+    stores: &[&str],
     problems: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> (Server, Asked) {
+    let (views, views_asked) = views::read(
+        s.views.take(),
+        s.views_by_scope.take(),
+        stores,
+        problems,
+        warnings,
+    );
     if s.mcp_allowed_hosts.is_some() {
         warnings.push(format!(
             "{}: server.mcp_allowed_hosts is now server.allowed_hosts (it guards every route, not only /mcp); read as such",
@@ -134,8 +152,12 @@ pub(super) fn read(
         watch: s.watch.is_none_or(|f| f.0),
         log_queries: s.log_queries.is_some_and(|f| f.0),
         oauth: s.oauth.and_then(|block| oauth::read(block, problems)),
+        views: Views::default(),
+        audit_log: non_blank(&s.audit_log).map(std::path::PathBuf::from),
     };
+    let server = Server { views, ..server };
     let asked = Asked {
+        views: views_asked,
         inline: s.bearer_token,
         keychain: s.bearer_token_keyring,
         env: s.bearer_token_env,
@@ -299,7 +321,7 @@ impl Server {
     pub fn exposure(&self) -> Exposure {
         if is_loopback(&self.host) {
             Exposure::Loopback
-        } else if self.token.is_some() || self.oauth.is_some() {
+        } else if self.token.is_some() || self.oauth.is_some() || self.views.any() {
             Exposure::Guarded
         } else if self.allow_open_lan {
             Exposure::OpenByChoice

@@ -25,6 +25,7 @@ use crate::chain::Chain;
 use crate::federation::Federation;
 use crate::identity::{By, Identity};
 use crate::knobs::Knobs;
+use crate::view::Caller;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -47,12 +48,14 @@ pub struct Plan {
     /// The roster's stores not searched (disabled, or skipped), with why.
     pub skipped: Vec<Failed>,
     pub identity: Identity,
+    /// Who the searches are for: a view's caller evaluates its own stores only.
+    caller: Caller,
 }
 
 impl Plan {
-    /// The plan for `federation` as it stands, with `identity` (default: its knob's).
-    pub fn new(federation: &Federation, identity: Option<Identity>) -> Self {
-        let fan = federation.roster().fan();
+    /// The plan for `federation` as `caller` sees it, with `identity` (default: its knob's).
+    pub fn new(federation: &Federation, caller: &Caller, identity: Option<Identity>) -> Self {
+        let fan = federation.fan_for(caller);
         let knobs = federation.knobs();
         let identity = identity.unwrap_or(knobs.identity);
         let skipped = (fan.rows.iter())
@@ -84,6 +87,7 @@ impl Plan {
             k: knobs.k,
             skipped,
             identity,
+            caller: caller.clone(),
         }
     }
 
@@ -274,6 +278,7 @@ const PROBLEMS_SHOWN: usize = 20;
 /// and nothing is searched), then run as the `eval` command runs them.
 pub async fn requested(
     federation: &Federation,
+    caller: &Caller,
     request: &api::EvalRequest,
 ) -> Result<Report, api::Refusal> {
     let k = match request.k {
@@ -287,7 +292,7 @@ pub async fn requested(
         }
     };
     let text = judgments_text(&request.judgments)?;
-    let plan = Plan::new(federation, request.identity);
+    let plan = Plan::new(federation, caller, request.identity);
     let judged = super::judgments::json_lines(&text, plan.scope()).map_err(|bad| {
         let mut words: Vec<String> = bad
             .iter()
@@ -378,7 +383,7 @@ async fn tuning_report<E>(
     let knobs = serde_json::from_value::<ConfigureRequest>(body.clone())
         .map_err(|e| e.to_string())
         .and_then(|request| {
-            let rows = federation.roster().fan().rows.clone();
+            let rows = federation.fan_for(&plan.caller).rows.clone();
             (federation.knobs().configure(&request, &rows))
                 .map(|(knobs, _)| knobs)
                 .map_err(|refusal| refusal.to_string())
@@ -525,8 +530,8 @@ async fn search(
     };
     let chain = Chain::root();
     let answer = match knobs {
-        Some(knobs) => federation.search_under(&request, &chain, knobs).await,
-        None => federation.search(&request, &chain).await,
+        Some(knobs) => (federation.search_under(&plan.caller, &request, &chain, knobs)).await,
+        None => federation.search(&plan.caller, &request, &chain).await,
     };
     match answer {
         Ok(answer) => {

@@ -25,6 +25,7 @@ use crate::api::{
     Added, Configured, HealthAnswer, HealthStatus, Info, Refusal, Removed, SearchAnswer,
     SearchRequest, StoreStatus, Stores,
 };
+use crate::audit::{Action, Audit, Entry};
 use crate::chain::{Chain, Id};
 use crate::config::Config;
 use crate::health::Health;
@@ -33,8 +34,10 @@ use crate::ledger::Ledger;
 use crate::limits::MAX_EXPLAIN_DROPPED;
 use crate::packet::page::packet_cost;
 use crate::packet::{self, Cut};
+use crate::roster::Fan;
 use crate::roster::{Changed, Roster};
 use crate::store;
+use crate::view::{Actor, Caller};
 use fan::Hop;
 use round::Round;
 use spend::{Spend, per_store_budget};
@@ -63,6 +66,8 @@ pub struct Federation {
     reloads: RwLock<ReloadState>,
     /// The bytes of store answers every search under way holds, bounded (`ledger`).
     answers: Arc<Ledger>,
+    /// Who changed what (contract §6c).
+    audit: Audit,
 }
 
 /// What `GET /stores` says of the config file since the service started.
@@ -89,6 +94,17 @@ pub struct Reloaded {
     pub restart_needed: Vec<String>,
 }
 
+impl Reloaded {
+    /// Whether the reload changed nothing at all.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.rebound.is_empty()
+            && self.knobs_replaced.is_empty()
+            && self.restart_needed.is_empty()
+    }
+}
+
 impl Federation {
     /// Binds the configured stores and builds the HTTP clients store calls share (their
     /// connection pools keep connections to each store alive between searches; a store with
@@ -98,7 +114,9 @@ impl Federation {
         let max_searches = config.server.max_in_flight;
         let knobs = RwLock::new(Arc::new(Knobs::from_config(&config)));
         let answers = clients.answers();
+        let audit = Audit::new(config.audit_path());
         Ok(Self {
+            audit,
             knobs,
             health: Health::new(config.federation.breaker),
             roster: Roster::new(Arc::new(config), clients),
@@ -151,13 +169,26 @@ impl Federation {
             error: None,
             restart_needed: restart_needed.clone(),
         };
-        Reloaded {
+        let reloaded = Reloaded {
             added: changed.added(),
             removed: changed.removed(),
             rebound: changed.rebound(),
             knobs_replaced,
             restart_needed,
+        };
+        if !reloaded.is_empty() {
+            let mut entry = Entry::new(&Actor::Reload, Action::Reload, true);
+            entry.changed = Some(serde_json::json!({
+                "source": "config",
+                "added": reloaded.added,
+                "removed": reloaded.removed,
+                "rebound": reloaded.rebound,
+                "knobs_replaced": reloaded.knobs_replaced,
+                "restart_needed": reloaded.restart_needed,
+            }));
+            self.audit.record(&entry);
         }
+        reloaded
     }
 
     /// A config file that could not be loaded: nothing changes, and `GET /stores` says why.
@@ -172,6 +203,17 @@ impl Federation {
     pub async fn refresh_overlay(&self) {
         if let Some(changed) = self.roster.refresh().await {
             self.after_change(&changed);
+            let (added, removed, rebound) = (changed.added(), changed.removed(), changed.rebound());
+            if !(added.is_empty() && removed.is_empty() && rebound.is_empty()) {
+                let mut entry = Entry::new(&Actor::Reload, Action::Reload, true);
+                entry.changed = Some(serde_json::json!({
+                    "source": "overlay",
+                    "added": added,
+                    "removed": removed,
+                    "rebound": rebound,
+                }));
+                self.audit.record(&entry);
+            }
         }
     }
 
@@ -221,15 +263,56 @@ impl Federation {
     }
 
     /// `POST /configure` [5.3]: checks every field, then applies all of them at once, or none.
-    pub fn configure(&self, request: &crate::api::ConfigureRequest) -> Result<Configured, Refusal> {
-        let fan = self.roster.fan();
+    /// A caller with a view may re-weight only the stores it sees, and change no knob of the
+    /// whole service. Audited, refused or not.
+    pub fn configure(
+        &self,
+        caller: &Caller,
+        request: &crate::api::ConfigureRequest,
+    ) -> Result<Configured, Refusal> {
+        let configured = self.configure_as(caller, request);
+        let mut entry = Entry::new(&caller.actor, Action::Configure, configured.is_ok());
+        match &configured {
+            Ok(done) => entry.changed = Some(serde_json::Value::Object(done.changed.clone())),
+            Err(refusal) => entry.detail = Some(&refusal.detail),
+        }
+        self.audit.record(&entry);
+        configured
+    }
+
+    fn configure_as(
+        &self,
+        caller: &Caller,
+        request: &crate::api::ConfigureRequest,
+    ) -> Result<Configured, Refusal> {
+        may_write(caller)?;
+        let fan = self.fan_for(caller);
         // Read, change and swap under the write lock, so two changes at once cannot lose one.
         let mut live = self.knobs.write().unwrap_or_else(PoisonError::into_inner);
         let (knobs, changed) = live.configure(request, &fan.rows)?;
+        // A view re-weights its own stores and nothing of the whole service; a service knob
+        // given at the value in force (a tuned body whose `k` did not move) changes nothing.
+        if let Some(view) = &caller.view {
+            let service_moved = Knobs {
+                stores: live.stores.clone(),
+                ..knobs.clone()
+            } != **live;
+            if service_moved {
+                let named = (request.knobs.iter())
+                    .filter(|(_, value)| !value.is_null())
+                    .map(|(name, _)| name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(Refusal::forbidden(format!(
+                    "forbidden: the view {} may set the weight and floor of its own stores only; {named} is the whole service's",
+                    view.name
+                )));
+            }
+        }
         *live = Arc::new(knobs);
         drop(live);
         if !changed.is_empty() {
-            tracing::info!(changed = %serde_json::Value::Object(changed.clone()), "knobs changed");
+            tracing::info!(actor = %caller.actor, changed = %serde_json::Value::Object(changed.clone()), "knobs changed");
         }
         Ok(Configured {
             ok: true,
@@ -238,27 +321,39 @@ impl Federation {
         })
     }
 
-    /// `GET /knobs` [5.3].
-    pub fn knobs_answer(&self) -> crate::api::KnobsAnswer {
+    /// `GET /knobs` [5.3], with the store rows `caller` sees (and, for a view, no word of why
+    /// the config file could not be read again: it may name any store).
+    pub fn knobs_answer(&self, caller: &Caller) -> crate::api::KnobsAnswer {
         let error = (self.reloads.read().unwrap_or_else(PoisonError::into_inner))
             .error
-            .clone();
+            .clone()
+            .filter(|_| caller.view.is_none());
         crate::knobs::answer(
             &self.config(),
             &self.knobs(),
-            &self.roster.fan().rows,
+            &self.fan_for(caller).rows,
             error,
         )
     }
 
-    /// A search (below), counted and timed for `GET /metrics`.
+    /// The roster as `caller` sees it: the whole of it, or its view's part.
+    pub fn fan_for(&self, caller: &Caller) -> Arc<Fan> {
+        let fan = self.roster.fan();
+        match &caller.view {
+            None => fan,
+            Some(view) => Arc::new(fan.seen_by(view)),
+        }
+    }
+
+    /// A search (below) over the stores `caller` sees, counted and timed for `GET /metrics`.
     pub async fn search(
         &self,
+        caller: &Caller,
         request: &SearchRequest,
         chain: &Chain,
     ) -> Result<SearchAnswer, Refusal> {
         let started = std::time::Instant::now();
-        let answer = self.answer(request, chain, None).await;
+        let answer = self.answer(caller, request, chain, None).await;
         self.metrics.search(started.elapsed(), answer.is_ok());
         answer
     }
@@ -268,12 +363,13 @@ impl Federation {
     /// else. Counted and timed as any search.
     pub async fn search_under(
         &self,
+        caller: &Caller,
         request: &SearchRequest,
         chain: &Chain,
         knobs: Arc<Knobs>,
     ) -> Result<SearchAnswer, Refusal> {
         let started = std::time::Instant::now();
-        let answer = self.answer(request, chain, Some(knobs)).await;
+        let answer = self.answer(caller, request, chain, Some(knobs)).await;
         self.metrics.search(started.elapsed(), answer.is_ok());
         answer
     }
@@ -283,6 +379,7 @@ impl Federation {
     /// the live ones when `None`.
     async fn answer(
         &self,
+        caller: &Caller,
         request: &SearchRequest,
         chain: &Chain,
         under: Option<Arc<Knobs>>,
@@ -301,7 +398,7 @@ impl Federation {
         );
         let ask = packet::ask(n, knobs.fetch_multiplier, budget);
         let identity = request.identity.unwrap_or(knobs.identity);
-        let fan = self.roster.fan();
+        let fan = self.fan_for(caller);
         let aimed = fan.aimed(request.stores.as_deref(), request.exclude_stores.as_deref())?;
         let fan = aimed.as_ref().unwrap_or(&fan);
         let spend = Spend::new(fan, &knobs, chain, self.answers.purse());
@@ -380,12 +477,15 @@ impl Federation {
         }
     }
 
-    /// Every store's health, as `GET /health/stores` shows it.
-    pub fn health(&self) -> HealthAnswer {
-        let fan = self.roster.fan();
-        let stores = self
+    /// The health of every store `caller` sees, as `GET /health/stores` shows it.
+    pub fn health(&self, caller: &Caller) -> HealthAnswer {
+        let fan = self.fan_for(caller);
+        // The snapshot holds every store with a record, called or not; a view's caller reads
+        // its own stores' only.
+        let mut stores = self
             .health
             .snapshot(fan.bound.iter().map(|b| b.name.as_str()));
+        stores.retain(|row| caller.sees(&row.name));
         let count = |status| stores.iter().filter(|s| s.health_status == status).count();
         HealthAnswer {
             healthy: count(HealthStatus::Healthy),
@@ -397,7 +497,8 @@ impl Federation {
         }
     }
 
-    /// The Prometheus exposition of `GET /metrics` (`metrics` owns its names and encoding).
+    /// The Prometheus exposition of `GET /metrics` (`metrics` owns its names and encoding). It
+    /// names every store: the edges show it to callers without a view only.
     pub fn metrics(&self) -> String {
         let fan = self.roster.fan();
         let stores: Vec<&str> = fan.bound.iter().map(|b| b.name.as_str()).collect();
@@ -407,16 +508,22 @@ impl Federation {
             health: &self.health,
             in_flight: max_in_flight.saturating_sub(self.searches.available_permits()),
             overlay_writes: self.roster.overlay_writes(),
+            audit: self.audit.counts(),
         })
     }
 
-    /// The roster as `GET /stores` shows it, with each active store's breaker state.
-    pub fn stores(&self) -> Stores {
-        let fan = self.roster.fan();
+    /// The roster as `GET /stores` shows it to `caller`, with each active store's breaker state.
+    /// A view sees its stores and nothing the operator reads about the rest (why the overlay or
+    /// the config file could not be read, what waits for a restart: any of it may name a store).
+    pub fn stores(&self, caller: &Caller) -> Stores {
+        let fan = self.fan_for(caller);
         let knobs = self.knobs();
-        let reloads = (self.reloads.read())
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let reloads = match caller.view {
+            None => (self.reloads.read())
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+            Some(_) => ReloadState::default(),
+        };
         let mut rows = fan.rows.clone();
         for row in rows
             .iter_mut()
@@ -448,12 +555,48 @@ impl Federation {
             overlay_error: fan.overlay_error.clone(),
             config_error: reloads.error,
             restart_needed: reloads.restart_needed,
+            view: caller.view.as_ref().map(|view| crate::api::ViewRow {
+                name: view.name.clone(),
+                stores: view.patterns.clone(),
+                write: view.write,
+            }),
         }
     }
 
-    /// Adds a managed store; it is fanned from the very next search.
-    pub async fn add_store(&self, new: NewStore) -> Result<Added, Refusal> {
+    /// Adds a managed store; it is fanned from the very next search. A view adds only within
+    /// its patterns. Audited, refused or not.
+    pub async fn add_store(&self, caller: &Caller, new: NewStore) -> Result<Added, Refusal> {
         let name = new.name.trim().to_owned();
+        let kind = new.kind.clone();
+        let added = self.add_as(caller, new).await;
+        let mut entry = Entry::new(&caller.actor, Action::Add, added.is_ok());
+        entry.store = Some(&name);
+        match &added {
+            Ok(_) => {
+                // The url as `GET /stores` shows it: no credentials.
+                let url = (self.roster.fan().rows.iter())
+                    .find(|row| row.name == name)
+                    .map(|row| row.url.clone());
+                entry.changed = Some(serde_json::json!({"type": kind, "url": url}));
+            }
+            Err(refusal) => entry.detail = Some(&refusal.detail),
+        }
+        self.audit.record(&entry);
+        added
+    }
+
+    async fn add_as(&self, caller: &Caller, new: NewStore) -> Result<Added, Refusal> {
+        may_write(caller)?;
+        let name = new.name.trim().to_owned();
+        if let Some(view) = &caller.view
+            && !view.sees(&name)
+        {
+            return Err(Refusal::forbidden(format!(
+                "forbidden: the view {} may add only stores whose names match its patterns ({})",
+                view.name,
+                view.patterns_line()
+            )));
+        }
         let active = self.roster.add(new).await?;
         self.forget_departed();
         Ok(Added {
@@ -463,8 +606,24 @@ impl Federation {
         })
     }
 
-    /// Removes a managed store; it is not fanned from the very next search.
-    pub async fn remove_store(&self, name: &str) -> Result<Removed, Refusal> {
+    /// Removes a managed store; it is not fanned from the very next search. A store outside
+    /// the caller's view is no store at all to it. Audited, refused or not.
+    pub async fn remove_store(&self, caller: &Caller, name: &str) -> Result<Removed, Refusal> {
+        let removed = self.remove_as(caller, name).await;
+        let mut entry = Entry::new(&caller.actor, Action::Remove, removed.is_ok());
+        entry.store = Some(name);
+        if let Err(refusal) = &removed {
+            entry.detail = Some(&refusal.detail);
+        }
+        self.audit.record(&entry);
+        removed
+    }
+
+    async fn remove_as(&self, caller: &Caller, name: &str) -> Result<Removed, Refusal> {
+        may_write(caller)?;
+        if !caller.sees(name) {
+            return Err(crate::roster::no_such_store(name));
+        }
         let active = self.roster.remove(name).await?;
         self.forget_departed();
         Ok(Removed {
@@ -472,6 +631,11 @@ impl Federation {
             removed: name.to_owned(),
             active,
         })
+    }
+
+    /// The audit trail's lines written and failed, for `GET /metrics`.
+    pub fn audit_counts(&self) -> (u64, u64) {
+        self.audit.counts()
     }
 
     /// Drops what is kept beside the roster for stores that left it: their health records,
@@ -490,14 +654,23 @@ impl Federation {
         }
     }
 
-    /// What `GET /` shows.
+    /// What `GET /` shows. Anyone may read it, so with views configured it names no store
+    /// (which stores exist is each view's business).
     pub fn info(&self) -> Info {
         let fan = self.roster.fan();
+        let views = self.config().server.views.any();
         Info {
             service: "SerenCorpusCallosum".into(),
             version: crate::VERSION.into(),
-            stores: fan.bound.iter().map(|b| b.name.clone()).collect(),
-            skipped: fan.skipped(),
+            stores: (!views).then(|| fan.bound.iter().map(|b| b.name.clone()).collect()),
+            skipped: (!views).then(|| fan.skipped()),
         }
     }
+}
+
+/// Refuses a write to a caller whose view has no `write` (contract §6c); anyone else may.
+fn may_write(caller: &Caller) -> Result<(), Refusal> {
+    caller
+        .refuse_write()
+        .map_or(Ok(()), |why| Err(Refusal::forbidden(why)))
 }

@@ -251,11 +251,18 @@ pub struct Expect<'a> {
     pub now: f64,
 }
 
-/// A token that passed: the scopes it grants.
+/// A token that passed: the scopes it grants, and whom it was issued to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
     pub scopes: Vec<String>,
+    /// The `sub` claim, cut to [`MAX_SUBJECT_CHARS`] printable characters (the audit trail
+    /// names the caller by it); `None` when the token carries none.
+    pub subject: Option<String>,
 }
+
+/// The most characters of a token's `sub` kept: enough for any real subject (a UUID, an email,
+/// a path-like id), and a bound on what one token puts in every audit line.
+pub const MAX_SUBJECT_CHARS: usize = 128;
 
 #[derive(Deserialize)]
 struct Header {
@@ -272,6 +279,8 @@ struct Claims {
     nbf: Option<f64>,
     scope: Option<ScopeClaim>,
     scp: Option<ScopeClaim>,
+    /// Read as any JSON value: a `sub` that is not a string is no subject, not a bad token.
+    sub: Option<serde_json::Value>,
 }
 
 /// A `scope` or `scp` claim as read: RFC 9068's space-separated string, or an array of strings
@@ -465,7 +474,16 @@ fn check(claims: Claims, expect: &Expect<'_>) -> Result<Verified, Invalid> {
     }
     let mut scopes = ScopeClaim::scopes(claims.scope, "scope")?;
     scopes.extend(ScopeClaim::scopes(claims.scp, "scp")?);
-    Ok(Verified { scopes })
+    let subject = (claims.sub.as_ref())
+        .and_then(serde_json::Value::as_str)
+        .map(|sub| {
+            (sub.chars())
+                .filter(|c| !c.is_control())
+                .take(MAX_SUBJECT_CHARS)
+                .collect::<String>()
+        })
+        .filter(|sub| !sub.is_empty());
+    Ok(Verified { scopes, subject })
 }
 
 #[cfg(test)]

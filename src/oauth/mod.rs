@@ -20,7 +20,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use url::Url;
 
-pub use jwt::Invalid;
+pub use jwt::{Invalid, Verified};
 
 pub use crate::limits::{
     ISSUER_FETCH_TIMEOUT as FETCH_TIMEOUT, KEYS_MAX_AGE, KEYS_REFETCH_AFTER as REFETCH_AFTER,
@@ -183,7 +183,7 @@ impl Verifier {
     /// Checks `token`. With no keys read yet it waits for a fetch (bounded by `fetch_timeout`);
     /// with old keys it starts a fetch in the background and checks with them meanwhile; a token
     /// naming a key they do not have fetches them again and waits (rate-limited, bounded).
-    pub async fn verify(&self, token: &str) -> Result<Access, Invalid> {
+    pub async fn verify(&self, token: &str) -> Result<Verified, Invalid> {
         match self.inner.held() {
             Held::Nothing => self.inner.fetch_if_due().await,
             Held::Old => self.refresh_in_background(),
@@ -230,14 +230,14 @@ impl Verifier {
 }
 
 impl Inner {
-    fn check(&self, token: &str) -> Result<Access, Invalid> {
+    fn check(&self, token: &str) -> Result<Verified, Invalid> {
         let keys = self.cache().keys.clone();
         let expect = jwt::Expect {
             issuer: &self.settings.issuer,
             resource: &self.settings.resource,
             now: crate::health::unix_now(),
         };
-        jwt::verify(token, &keys, &expect).map(|v| Access::Scopes(v.scopes))
+        jwt::verify(token, &keys, &expect)
     }
 
     fn cache(&self) -> std::sync::RwLockReadGuard<'_, Cache> {

@@ -9,6 +9,7 @@ use crate::limits::MAX_FILTER_NAMES;
 use crate::overlay;
 use crate::store::clients::Clients;
 use crate::store::{Bound, bind};
+use crate::view::View;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -193,7 +194,18 @@ impl Fan {
             only.is_none_or(|only| only.iter().any(|n| n == name))
                 && !exclude.iter().any(|n| n == name)
         };
-        Ok(Some(Fan {
+        Ok(Some(self.only(wanted, self.overlay_error.clone())))
+    }
+
+    /// The part of this fan a view sees: its stores and nothing of the others, not even why the
+    /// overlay could not be read (an entry's name may be in it).
+    pub fn seen_by(&self, view: &View) -> Fan {
+        self.only(|name| view.sees(name), None)
+    }
+
+    /// The stores `wanted` names, in roster order.
+    fn only(&self, wanted: impl Fn(&str) -> bool, overlay_error: Option<String>) -> Fan {
+        Fan {
             rows: (self.rows.iter())
                 .filter(|row| wanted(&row.name))
                 .cloned()
@@ -202,8 +214,8 @@ impl Fan {
                 .filter(|bound| wanted(&bound.name))
                 .cloned()
                 .collect(),
-            overlay_error: self.overlay_error.clone(),
-        }))
+            overlay_error,
+        }
     }
 
     /// Every store's name, in roster order, for a message (the first 32, then how many more).

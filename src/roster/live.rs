@@ -20,6 +20,12 @@ struct OverlayState {
     error: Option<String>,
 }
 
+/// The refusal for a name the roster does not hold (and for one a caller's view does not see:
+/// the two must read the same).
+pub fn no_such_store(name: &str) -> Refusal {
+    Refusal::new(RefusalKind::NotFound, format!("no store named '{name}'"))
+}
+
 /// A roster change another party made (the overlay written by another process, a config file
 /// reloaded): the snapshots before and after, for the bookkeeping kept beside the roster.
 pub struct Changed {
@@ -300,10 +306,7 @@ impl Inner {
         }
         self.refuse_if_overlay_unreadable(state)?;
         if managed.is_none() {
-            return Err(Refusal::new(
-                RefusalKind::NotFound,
-                format!("no store named '{name}'"),
-            ));
+            return Err(no_such_store(name));
         }
         if !state.entries.iter().any(|entry| entry.is_named(name)) {
             // A row labelled by its place: an overlay entry that cannot be read has no name to

@@ -23,4 +23,4 @@ mod tests;
 
 pub use check::check_new_store;
 pub use fan::Fan;
-pub use live::{Changed, Roster};
+pub use live::{Changed, Roster, no_such_store};

@@ -2451,3 +2451,245 @@ describe('The Bridge measures quality (POST /eval, a demo that requires a bearer
     }
   });
 });
+
+// ---- views: the part of the roster a view's token sees (contract §6c) -------------------------
+
+// The demo replaces `stores` with its two sample stores (episodic, facts); `server` stays the
+// file's. research sees facts* and may change nothing; editors sees episodic and ed-* and may write.
+const VIEWS_SERVER_TOKEN = 'e2e-views-server-token-5c1d';
+const RESEARCH_TOKEN = 'e2e-view-research-token-8a2e';
+const EDITOR_TOKEN = 'e2e-view-editors-token-41f9';
+const VIEWS_CONFIG = `server:
+  bearer_token: ${VIEWS_SERVER_TOKEN}
+  views:
+    - name: research
+      token: ${RESEARCH_TOKEN}
+      stores: ["facts*"]
+      write: false
+    - name: editors
+      token: ${EDITOR_TOKEN}
+      stores: ["episodic", "ed-*"]
+      write: true
+`;
+const HIDDEN_FROM_RESEARCH = 'episodic';
+
+/** `method` `apiPath` from Node with `token` as the bearer: the status and the answer. */
+async function callAs(base, method, apiPath, token, body) {
+  const headers = { authorization: `Bearer ${token}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(`${base}${apiPath}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await response.text();
+  return { status: response.status, answer: text ? JSON.parse(text) : null };
+}
+
+describe('The Bridge shows the caller\u2019s view (server.views: a read-only view, a write view, the server token)', () => {
+  let demo;
+  let dir;
+  let factsUrl;
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'scc-e2e-views-'));
+    const config = path.join(dir, 'views.yaml');
+    writeFileSync(config, VIEWS_CONFIG);
+    demo = await startDemo({}, ['-c', config]);
+    const all = await getJson(demo.url, '/stores', VIEWS_SERVER_TOKEN);
+    assert.equal(all.view, undefined, 'the server token has no view');
+    factsUrl = all.stores.find((store) => store.name === 'facts').url;
+  });
+  after(async () => {
+    if (demo) await demo.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A page with `token` in this browser already (as the token prompt leaves it). */
+  async function openAs(token, viewport) {
+    const opened = await openPage(viewport);
+    await opened.context.addInitScript((value) => localStorage.setItem('seren_token', value), token);
+    assert.equal((await opened.page.goto(`${demo.url}/viewer`)).status(), 200);
+    return opened;
+  }
+
+  test('a read-only view: its name in the header, only its stores, the hidden store never named, no add, remove, configure or run', { timeout: TEST_MS }, async () => {
+    // A managed store the view sees, so that a ✕ would have something to remove.
+    const mirror = await callAs(demo.url, 'POST', '/stores', VIEWS_SERVER_TOKEN, { name: 'facts-mirror', type: 'seren_loci', url: factsUrl });
+    assert.equal(mirror.status, 200, JSON.stringify(mirror.answer));
+    const { context, page } = await openAs(RESEARCH_TOKEN);
+    try {
+      // The header names the view beside the token button, read-only, its patterns in the title.
+      const badge = page.locator('header .actions #view-badge');
+      await badge.waitFor({ state: 'visible' });
+      assert.equal(await badge.textContent(), 'view: research \u00b7 read-only (its stores: facts*)');
+      const title = await badge.getAttribute('title');
+      assert.ok(title.includes('facts*') && title.includes('not change them'), title);
+      await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      assert.deepEqual((await page.locator('#chips .chip').allTextContents()).sort(), ['facts', 'facts-mirror']);
+
+      // A search fans its stores only.
+      const answer = await search(page, 'jetpack');
+      assert.deepEqual([...answer.stores_searched].sort(), ['facts', 'facts-mirror']);
+      await page.locator('#hits li.hit').first().waitFor();
+      for (const store of await page.locator('#hits li.hit').evaluateAll((cards) => cards.map((card) => card.dataset.store))) {
+        assert.ok(store.startsWith('facts'), `a hit of ${store}`);
+      }
+      await shot(page, 'desktop-views-1-read-only-search');
+
+      // Stores: its two, a note saying what the view may do, and no add or remove.
+      await page.getByRole('tab', { name: 'Stores' }).click();
+      await page.locator('#roster li.store[data-store="facts-mirror"]').waitFor();
+      assert.deepEqual((await page.locator('#roster li.store').evaluateAll((cards) => cards.map((card) => card.dataset.store))).sort(), ['facts', 'facts-mirror']);
+      const note = page.locator('#stores-view');
+      assert.ok(await note.isVisible());
+      assert.match(await note.innerText(), /View research:.*facts\*.*not change them/s);
+      assert.equal(await page.getByRole('button', { name: /Add store/ }).count(), 0, 'no + Add store');
+      assert.equal(await page.locator('#add-form').isVisible(), false);
+      assert.equal(await page.getByRole('button', { name: /^Remove store/ }).count(), 0, 'no \u2715');
+      assert.match(await page.locator('#roster li.store[data-store="facts-mirror"] .store-note').textContent(), /^Managed: added at run time/);
+      await shot(page, 'desktop-views-2-read-only-stores');
+
+      // Health: its stores' cards (GET /health/stores with the view's token).
+      const healthRead = waitForApi(page, 'GET', '/health/stores', 200);
+      await page.getByRole('tab', { name: 'Health' }).click();
+      await healthRead;
+      await page.locator('#health-list li.hcard[data-store="facts-mirror"]').waitFor();
+      assert.equal(await page.locator('#health-list li.hcard').count(), 2);
+
+      // Knobs: shown, with no field and no Apply.
+      await page.getByRole('tab', { name: 'Knobs' }).click();
+      await page.locator('#knobs-form').waitFor({ state: 'visible' });
+      await page.locator('#knobs-stores .knob-store[data-store="facts-mirror"]').waitFor();
+      assert.ok(await page.locator('#knobs-view').isVisible());
+      assert.match(await page.locator('#knobs-view').innerText(), /not changed/);
+      assert.equal(await page.locator('#knobs-form input, #knobs-form select').count(), 0, 'no knob field');
+      assert.equal(await page.getByRole('button', { name: 'Apply' }).count(), 0, 'no Apply');
+      assert.equal(await page.locator('#knobs-form .tag.fixed').count(), 0, 'a knob the view may not set is not one that waits for a restart');
+      await shot(page, 'desktop-views-3-read-only-knobs');
+
+      // Quality: a note instead of the form; no Run.
+      await page.getByRole('tab', { name: 'Quality' }).click();
+      await page.locator('#eval-view').waitFor({ state: 'visible' });
+      assert.match(await page.locator('#eval-view').innerText(), /View research:.*write/s);
+      assert.equal(await page.getByRole('button', { name: 'Run' }).count(), 0, 'no Run');
+      assert.equal(await page.locator('#eval-form').isVisible(), false);
+      assert.equal(await page.locator('#eval-empty').isVisible(), false);
+
+      // The hidden store is named nowhere: not in the text, not in the markup.
+      assert.ok(!(await page.content()).includes(HIDDEN_FROM_RESEARCH), `the page names ${HIDDEN_FROM_RESEARCH}`);
+      assert.ok(!(await page.evaluate(() => document.body.innerText)).includes(HIDDEN_FROM_RESEARCH));
+
+      // At 390 px the badge fits in the header.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.getByRole('tab', { name: 'Stores' }).click();
+      assert.ok(await badge.isVisible());
+      await noHorizontalScroll(page);
+      await shot(page, 'narrow-views-read-only-stores');
+      page.assertClean();
+    } finally {
+      await context.close();
+      const gone = await callAs(demo.url, 'DELETE', '/stores/facts-mirror', VIEWS_SERVER_TOKEN);
+      assert.equal(gone.status, 200, JSON.stringify(gone.answer));
+    }
+  });
+
+  test('a write view keeps its write controls: adds a store within its patterns (not outside), weights and removes it; forgotten, then the server token: every store, no view', { timeout: TEST_MS }, async () => {
+    const { context, page } = await openAs(EDITOR_TOKEN);
+    try {
+      const badge = page.locator('#view-badge');
+      await badge.waitFor({ state: 'visible' });
+      assert.equal(await badge.textContent(), 'view: editors \u00b7 can change its stores (its stores: episodic, ed-*)');
+      await page.locator('#pill', { hasText: 'fanning: 1/1' }).waitFor();
+
+      // Stores: the add form is there, its hint naming the patterns.
+      await page.getByRole('tab', { name: 'Stores' }).click();
+      await page.locator('#roster li.store[data-store="episodic"]').waitFor();
+      assert.equal(await page.locator('#roster li.store').count(), 1);
+      assert.match(await page.locator('#stores-view').innerText(), /View editors:.*episodic, ed-\*.*may add/s);
+      await page.getByRole('button', { name: '+ Add store' }).click();
+      const form = page.locator('#add-form');
+      await form.getByLabel('Name').waitFor({ state: 'visible' });
+      assert.match(await page.locator('#f-name-hint').textContent(), /this view adds names matching episodic, ed-\*$/);
+
+      // A name outside its patterns: the server's 403, beside the form.
+      page.expectHttpError(403, '/stores');
+      await form.getByLabel('Name').fill('zz-outside');
+      await form.getByLabel('Type').selectOption('seren_loci');
+      await form.getByLabel('URL').fill(factsUrl);
+      const refused = waitForApi(page, 'POST', '/stores');
+      await page.getByRole('button', { name: 'Add store', exact: true }).click();
+      assert.equal((await refused).status(), 403);
+      await page.locator('#add-error', { hasText: 'may add only stores whose names match its patterns (episodic, ed-*)' }).waitFor();
+
+      // One within them: added, fanned, removable.
+      await form.getByLabel('Name').fill('ed-notes');
+      const added = waitForApi(page, 'POST', '/stores');
+      await page.getByRole('button', { name: 'Add store', exact: true }).click();
+      assert.equal((await added).status(), 200);
+      const card = page.locator('#roster li.store[data-store="ed-notes"]');
+      await card.waitFor();
+      await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      assert.ok(await card.getByRole('button', { name: 'Remove store ed-notes' }).isVisible());
+      await shot(page, 'desktop-views-4-write-stores');
+
+      // Knobs: its stores' weight and floor are fields, the service's knobs are not; Apply re-weights.
+      await page.getByRole('tab', { name: 'Knobs' }).click();
+      const weight = page.getByLabel('ed-notes weight', { exact: true });
+      await weight.waitFor();
+      assert.equal(await page.locator('#knobs-federation input, #knobs-federation select').count(), 0, 'no field for the service\u2019s knobs');
+      assert.match(await page.locator('#knobs-view').innerText(), /weight and floor of its own stores/);
+      await weight.fill('2');
+      const configured = waitForApi(page, 'POST', '/configure');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      const configure = await configured;
+      assert.equal(configure.status(), 200);
+      assert.deepEqual(Object.keys(configure.request().postDataJSON()), ['stores']);
+      await page.locator('#knobs-result li[data-changed="ed-notes.weight"]').waitFor();
+
+      // Quality: it may run an evaluation.
+      await page.getByRole('tab', { name: 'Quality' }).click();
+      assert.ok(await page.getByRole('button', { name: 'Run' }).isVisible());
+      assert.equal(await page.locator('#eval-view').isVisible(), false);
+
+      // Remove what it added.
+      await page.getByRole('tab', { name: 'Stores' }).click();
+      page.once('dialog', (dialog) => dialog.accept());
+      const removed = waitForApi(page, 'DELETE', '/stores/ed-notes');
+      await card.getByRole('button', { name: 'Remove store ed-notes' }).click();
+      assert.equal((await removed).status(), 200);
+      await card.waitFor({ state: 'detached' });
+      await page.locator('#pill', { hasText: 'fanning: 1/1' }).waitFor();
+
+      // Forgotten: the view and what it was shown go, and the roster says it needs a token.
+      const tokenDialog = page.getByRole('dialog', { name: 'Bearer token' });
+      await page.locator('#token-btn').click();
+      await tokenDialog.waitFor({ state: 'visible' });
+      await tokenDialog.getByRole('button', { name: 'Forget' }).click();
+      await tokenDialog.waitFor({ state: 'hidden' });
+      await badge.waitFor({ state: 'hidden' });
+      assert.equal(await page.locator('#roster li.store').count(), 0);
+      assert.equal(await page.locator('#stores-view').isVisible(), false);
+      const ask = page.locator('#stores-notices .notice', { hasText: 'bearer token' });
+      await ask.waitFor();
+
+      // The server's own token: every store, no view badge, every write control, the service's knobs.
+      await ask.getByRole('button', { name: /Enter token/ }).click();
+      await tokenDialog.waitFor({ state: 'visible' });
+      const read = waitForApi(page, 'GET', '/stores', 200);
+      await tokenDialog.getByLabel('Token').fill(VIEWS_SERVER_TOKEN);
+      await tokenDialog.getByRole('button', { name: 'Save' }).click();
+      const roster = await (await read).json();
+      assert.equal(roster.view, undefined);
+      await page.locator('#roster li.store[data-store="facts"]').waitFor();
+      assert.deepEqual((await page.locator('#roster li.store').evaluateAll((cards) => cards.map((c) => c.dataset.store))).sort(), ['episodic', 'facts']);
+      await page.locator('#pill', { hasText: 'fanning: 2/2' }).waitFor();
+      assert.equal(await badge.isVisible(), false);
+      assert.equal(await page.locator('#stores-view').isVisible(), false);
+      assert.ok(await page.getByRole('button', { name: '+ Add store' }).isVisible());
+      await page.getByRole('tab', { name: 'Knobs' }).click();
+      await page.locator('#knobs-federation').getByLabel('k', { exact: true }).waitFor();
+      assert.equal(await page.locator('#knobs-view').isVisible(), false);
+      await page.getByRole('tab', { name: 'Quality' }).click();
+      assert.ok(await page.getByRole('button', { name: 'Run' }).isVisible());
+      page.assertClean();
+    } finally {
+      await context.close();
+    }
+  });
+});

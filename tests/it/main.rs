@@ -33,3 +33,4 @@ mod refuse;
 mod reload;
 mod rest;
 mod settle;
+mod views;

@@ -596,7 +596,10 @@ async fn an_issuer_that_hangs_once_the_keys_are_old_holds_no_request_up() {
     let started = Instant::now();
     for _ in 0..20 {
         assert_eq!(
-            verifier.verify(&token).await,
+            verifier
+                .verify(&token)
+                .await
+                .map(|v| Access::Scopes(v.scopes)),
             Ok(Access::Scopes(vec!["callosum:read".into()]))
         );
     }
@@ -760,4 +763,74 @@ async fn check_says_whether_the_issuer_gives_its_keys() {
         out.contains("oauth:   FAIL cannot read the issuer's signing keys"),
         "{out}"
     );
+}
+
+/// `views_by_scope` (contract §6c): an access token granting a view's scope sees that view's
+/// stores only, over REST and MCP, and its audit lines name the token's subject; a token with no
+/// view scope sees every store; one granting two views' scopes is refused.
+#[tokio::test]
+async fn a_view_scope_holds_an_access_token_to_its_view() {
+    let key = Key::new("k1");
+    let issuer = Issuer::start(&[&key]).await;
+    let papers = StubStore::hits(memory_hits(&[("p", 0.1)])).await;
+    let diary = StubStore::hits(memory_hits(&[("d", 0.1)])).await;
+    let yaml = format!(
+        "server:\n  bearer_token: static-token\n  oauth:\n    issuer: {}\n    resource: {RESOURCE}\n  views:\n    - {{name: research, stores: [\"papers*\"], write: true}}\n    - {{name: other, stores: [\"papers\"]}}\n  views_by_scope:\n    \"callosum:view:research\": research\n    \"callosum:view:other\": other\n{}",
+        issuer.url,
+        config_yaml(&[
+            ("papers", "seren_memory", &papers.url, ""),
+            ("diary", "seren_memory", &diary.url, "")
+        ])
+    );
+    let callosum = Callosum::start(&yaml).await;
+    let viewed = key.sign(&issuer.claims("callosum:read callosum:write callosum:view:research"));
+    let (status, _, answer) = search_with(&callosum, Some(&viewed)).await;
+    assert_eq!(status, 200);
+    assert_eq!(answer["stores_searched"], json!(["papers"]));
+    assert!(!answer.to_string().contains("diary"), "{answer}");
+    let (_, _, stores) = send(
+        &callosum,
+        reqwest::Method::GET,
+        "/stores",
+        Some(&viewed),
+        None,
+    )
+    .await;
+    assert!(!stores.to_string().contains("diary"), "{stores}");
+    assert_eq!(stores["view"]["name"], "research");
+    // Over MCP, the same view.
+    let client = http_client(&callosum.url, Some(&viewed)).await.unwrap();
+    let listed = structured(&call(&client, "list_stores", json!({})).await);
+    assert!(!listed.to_string().contains("diary"), "{listed}");
+    let refused = error_text(&call(&client, "remove_store", json!({"name": "diary"})).await);
+    assert_eq!(refused, "no store named 'diary'");
+    // A write it may make is audited under the token's subject.
+    let added = structured(
+        &call(
+            &client,
+            "add_store",
+            json!({"name": "papers-2", "type": "seren_memory", "url": papers.url}),
+        )
+        .await,
+    );
+    assert_eq!(added["added"], "papers-2");
+    let trail = std::fs::read_to_string(callosum.dir.path().join("audit.jsonl")).unwrap();
+    assert!(
+        trail.contains(r#""actor":"oauth:someone","action":"add","store":"papers-2""#),
+        "{trail}"
+    );
+    client.cancel().await.unwrap();
+    // Without a view scope: every store, as today.
+    let plain = key.sign(&issuer.claims("callosum:read"));
+    let (_, _, answer) = search_with(&callosum, Some(&plain)).await;
+    assert_eq!(
+        answer["stores_searched"],
+        json!(["papers", "diary", "papers-2"])
+    );
+    // Two views' scopes in one token: refused, naming both.
+    let both = key.sign(&issuer.claims("callosum:read callosum:view:research callosum:view:other"));
+    let (status, _, body) = search_with(&callosum, Some(&both)).await;
+    assert_eq!(status, 403);
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.contains("two views (other, research)"), "{detail}");
 }

@@ -209,14 +209,32 @@ async fn a_failed_write_answers_500_and_changes_nothing() {
         original,
         "the file is as it was"
     );
-    // The config, the overlay and the overlay's lock file (empty, kept for the next change).
+    // The config, the overlay, the overlay's lock file (empty, kept for the next change) and
+    // the audit trail: created, but the full disk took none of its lines.
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(
         leftovers.len(),
-        3,
+        4,
         "no temp file left behind: {leftovers:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap(),
+        ""
+    );
+    // An audit line that cannot be written is counted (and never stops the write it records).
+    let metrics = client
+        .get(format!("{url}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"seren_callosum_audit_writes_total{result="failed"} 2"#),
+        "{metrics}"
     );
 }

@@ -5,7 +5,8 @@ run.sh starts the fixtures (two sample stores, an open HTTP callosum and one tha
 token) and passes them here; this script only connects as a client. For every transport x mode it
 checks the four tools as a host sees them (schemas, annotations), runs search / list_stores /
 add_store / remove_store end to end, and checks that bad arguments come back as a tool error. It
-also checks that the token-guarded endpoint refuses a client without the right token.
+also checks that the token-guarded endpoint refuses a client without the right token, and that a
+view's token sees its view's store and nothing of the other.
 
 One line per case (`ok  stdio/legacy  protocol=2025-11-25 ...` or `FAIL  ...`); the counts go to
 --results as JSON for run.sh. Exits 0 when every case passed, 1 otherwise.
@@ -337,6 +338,55 @@ class Runner:
                 raise
             self.record(case, False, f"error: {describe(e)}")
 
+    async def viewed(self, mode: str) -> None:
+        """A view's token (contract §6c) on a callosum for a team: the SDK sees the view's store
+        (facts) and nothing of the other (hidden-episodes) in any tool's words or answer, aiming at the
+        hidden store reads as aiming at one that does not exist, and writes are refused."""
+
+        async def connect(stack: AsyncExitStack) -> Client:
+            http = await stack.enter_async_context(self.http_client(self.args.view_token))
+            transport = streamable_http_client(self.args.view_url, http_client=http)
+            client = Client(transport, mode=mode, read_timeout_seconds=REQUEST_TIMEOUT)
+            return await stack.enter_async_context(client)
+
+        async def exercise_view(client: Client) -> str:
+            hidden = "hidden-episodes"
+            listed = await client.list_tools()
+            words = json.dumps([t.model_dump(mode="json") for t in listed.tools])
+            check(hidden not in words, f"tools/list shows {hidden}")
+            check("facts" in words, "the search tool does not name the view's store")
+            stores = structured(await client.call_tool("list_stores", {}), "list_stores")
+            check(stores.get("view", {}).get("name") == "research", f"list_stores view {stores.get('view')!r}")
+            check(hidden not in json.dumps(stores), f"list_stores shows {hidden}")
+            answer = structured(await client.call_tool("search", {"query": QUERY, "explain": True}), "search")
+            check(hidden not in json.dumps(answer), f"search shows {hidden}")
+            check(answer["stores_searched"] == ["facts"], f"searched {answer['stores_searched']}")
+            check(answer["hits"], "the view's search found nothing")
+            aimed = await client.call_tool("search", {"query": QUERY, "stores": [hidden]})
+            nowhere = await client.call_tool("search", {"query": QUERY, "stores": ["nowhere"]})
+            check(aimed.is_error and nowhere.is_error, "aiming at an unknown store was not a tool error")
+            check(
+                error_text(aimed).replace(hidden, "nowhere") == error_text(nowhere),
+                f"the hidden store reads differently: {error_text(aimed)!r} vs {error_text(nowhere)!r}",
+            )
+            refused = await client.call_tool("add_store", {"name": "facts2", "type": "seren_loci", "url": DOWN_URL})
+            check(refused.is_error and "forbidden" in error_text(refused), f"add_store: {error_text(refused)!r}")
+            return f"view=research stores_searched=facts hits={len(answer['hits'])} hidden-store=absent writes=refused"
+
+        case = f"http+view/{mode}"
+        try:
+            with anyio.fail_after(CASE_TIMEOUT):
+                async with AsyncExitStack() as stack:
+                    detail = await exercise_view(await connect(stack))
+        except CheckFailed as e:
+            self.record(case, False, str(e))
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            self.record(case, False, f"error: {describe(e)}")
+        else:
+            self.record(case, True, detail)
+
     async def run(self) -> None:
         for mode in MODES:
             await self.stdio(mode)
@@ -347,6 +397,8 @@ class Runner:
         for mode in MODES:
             await self.refused(mode, None, "no-token")
         await self.refused("legacy", "not-" + self.args.token, "wrong-token")
+        for mode in ("legacy", LATEST_MODERN_VERSION):
+            await self.viewed(mode)
 
 
 def main() -> int:
@@ -357,6 +409,8 @@ def main() -> int:
     parser.add_argument("--open-url", required=True, help="/mcp of a callosum with no token")
     parser.add_argument("--token-url", required=True, help="/mcp of a callosum that needs --token")
     parser.add_argument("--token", required=True)
+    parser.add_argument("--view-url", required=True, help="/mcp of a callosum with a view (contract §6c)")
+    parser.add_argument("--view-token", required=True, help="the view's token there")
     parser.add_argument("--results", type=Path, help="write {passed, failed, cases} here as JSON")
     parser.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failed cases")
     args = parser.parse_args()

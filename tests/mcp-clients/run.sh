@@ -95,15 +95,33 @@ await open 'listening on http://'
 start guarded env SEREN_SCC_RUNTIME_STORES="$work/guarded.overlay.yaml" SEREN_SCC_BEARER_TOKEN="$token" \
   "$SCC_BIN" serve -c "$config" --host 127.0.0.1 --port 0
 await guarded 'listening on http://'
+# A callosum for a team (contract §6c): a view's token sees the facts store and nothing of the
+# other (named so that no ordinary word in a tool's description matches it).
+view_token="mcp-clients-view-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+view_config="$work/viewed.yaml"
+cat >"$view_config" <<EOF
+server:
+  views:
+    - {name: research, token: $view_token, stores: [facts]}
+federation:
+  stores:
+    - {name: hidden-episodes, type: seren_memory, url: $episodic_url}
+    - {name: facts, type: seren_loci, url: $facts_url, description: "sample facts about the Xavier"}
+EOF
+start viewed env SEREN_SCC_RUNTIME_STORES="$work/viewed.overlay.yaml" SEREN_SCC_BEARER_TOKEN="$token" \
+  "$SCC_BIN" serve -c "$view_config" --host 127.0.0.1 --port 0
+await viewed 'listening on http://'
 open_url="http://$(listen_addr open)/mcp"
 guarded_url="http://$(listen_addr guarded)/mcp"
+viewed_url="http://$(listen_addr viewed)/mcp"
 echo "mcp-clients: stores episodic=$episodic_url facts=$facts_url; callosum open=$open_url guarded=$guarded_url"
 
 # --- 1. the Python SDK --------------------------------------------------------------------------
 echo "== python mcp SDK"
 mkdir -p "$work/python"
 "$venv/bin/python" "$here/python_client.py" --bin "$SCC_BIN" --config "$config" --workdir "$work/python" \
-  --open-url "$open_url" --token-url "$guarded_url" --token "$token" --results "$work/python.json" || true
+  --open-url "$open_url" --token-url "$guarded_url" --token "$token" \
+  --view-url "$viewed_url" --view-token "$view_token" --results "$work/python.json" || true
 if counts="$("$venv/bin/python" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["passed"], d["failed"])' \
   "$work/python.json" 2>/dev/null)"; then
   read -r p f <<<"$counts"

@@ -62,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 from harness import CheckFailed, NotReady, check, describe, flatten, free_port, stop, wait_http, wait_line  # noqa: E402
 
 READ, WRITE = "callosum:read", "callosum:write"
+VIEW_SCOPE = "callosum:view:facts"
 STATIC_TOKEN = "static-" + secrets.token_hex(12)  # the `mixed` callosum's server.bearer_token
 STORE_TOKEN = "store-" + secrets.token_hex(12)  # the outbound token the callosum sends the `facts` stub
 CC_SECRET = "cc-secret"  # provider.mjs's static client_credentials clients
@@ -176,7 +177,8 @@ class StubStore:
 
 
 class Callosum:
-    def __init__(self, args, work: Path, name: str, issuer: str, stores: list[dict], static_token: str | None):
+    def __init__(self, args, work: Path, name: str, issuer: str, stores: list[dict], static_token: str | None,
+                 server_extra: dict | None = None):
         self.name = name
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -185,6 +187,9 @@ class Callosum:
         server: dict[str, Any] = {"oauth": {"issuer": issuer, "resource": self.resource}}
         if static_token:
             server["bearer_token"] = static_token
+        server.update(server_extra or {})
+        self.audit = work / f"{name}.audit.jsonl"
+        server["audit_log"] = str(self.audit)
         config = work / f"{name}.yaml"
         # JSON is YAML: no quoting questions.
         config.write_text(json.dumps({"server": server, "federation": {"stores": stores}}, indent=2) + "\n")
@@ -500,6 +505,11 @@ class Harness:
         self.cal = Callosum(self.args, self.work, "oauth", self.provider.issuer, stores, None)
         self.mixed = Callosum(self.args, self.work, "mixed", self.provider.issuer, stores, STATIC_TOKEN)
         self.mint = Minter(self.provider.issuer, self.cal.resource)
+        # A callosum for a team (contract §6c): the scope callosum:view:facts holds a token to the
+        # facts store; a token without it sees both.
+        views = {"views": [{"name": "facts-only", "stores": ["facts"], "write": True}],
+                 "views_by_scope": {VIEW_SCOPE: "facts-only"}}
+        self.viewed = Callosum(self.args, self.work, "viewed", self.provider.issuer, stores, None, views)
         print(f"oauth: issuer {self.provider.issuer} (other {self.other.issuer}); callosum oauth={self.cal.base} "
               f"mixed={self.mixed.base}; stores facts={self.facts.url} plain={self.plain.url}", flush=True)
 
@@ -566,6 +576,9 @@ class Harness:
         self.case("rest/issuer-down", self.issuer_down)
         self.case("rest/key-rotation", self.rotation)
         self.case("rest/no-token-passthrough", self.no_passthrough)
+        self.case("rest/view-scope-sees-its-stores", self.view_scope_rest)
+        self.case("rest/no-view-scope-sees-all", self.no_view_scope)
+        self.acase("mcp/view-scope-sees-its-stores", self.view_scope_mcp)
 
     def provider_self_check(self) -> str:
         issuer = self.provider.issuer
@@ -884,6 +897,68 @@ class Harness:
             check(params.get("resource_metadata") == self.cal.metadata_url, f"{name}: resource_metadata {params.get('resource_metadata')!r}")
             out.append(name)
         return f"401 for each of: {', '.join(out)}"
+
+    def view_token(self, scope: str) -> str:
+        token = self.provider.client_credentials(self.viewed.resource, scope)
+        self.tokens_seen.add(token)
+        return token
+
+    def hides_plain(self, text: str, what: str) -> None:
+        for secret in ('"plain"', self.plain.url, f":{self.plain.url.rsplit(':', 1)[1]}"):
+            check(secret not in text, f"{what} shows {secret!r}: {text[:300]}")
+
+    def view_scope_rest(self) -> str:
+        """A real token granting the view's scope: the facts store only, on every reading route;
+        the hidden store is no store at all to its writes; the write it may make is audited."""
+        token = self.view_token(f"{READ} {WRITE} {VIEW_SCOPE}")
+        check(VIEW_SCOPE in unverified(token)[1].get("scope", ""), "the provider did not grant the view's scope")
+        answer = search(self.viewed, bearer(token))
+        expect_ok(answer, "POST /search")
+        self.hides_plain(answer.text, "the view's search")
+        check(answer.json()["stores_searched"] == ["facts"], f"searched {answer.json()['stores_searched']}")
+        for path in ("/stores", "/knobs", "/health/stores"):
+            response = rest("GET", self.viewed.base + path, bearer(token))
+            expect_ok(response, f"GET {path}")
+            self.hides_plain(response.text, f"GET {path}")
+        gone = rest("DELETE", f"{self.viewed.base}/stores/plain", bearer(token))
+        check(gone.status_code == 404 and gone.json()["detail"] == "no store named 'plain'",
+              f"removing the hidden store: {show(gone)}")
+        outside = rest("POST", f"{self.viewed.base}/stores", bearer(token), {"name": "elsewhere", "type": "seren_loci", "url": "http://127.0.0.1:9"})
+        check(outside.status_code == 403 and "facts" in outside.json()["detail"], f"adding outside the view: {show(outside)}")
+        metrics = rest("GET", f"{self.viewed.base}/metrics", bearer(token))
+        check(metrics.status_code == 403, f"GET /metrics with a view: {show(metrics)}")
+        trail = [json.loads(line) for line in self.viewed.audit.read_text().splitlines()]
+        actors = {line["actor"] for line in trail}
+        check(all(a.startswith("oauth") for a in actors), f"audit actors {actors}")
+        check(not any(t in self.viewed.audit.read_text() for t in self.tokens_seen), "a token in the audit trail")
+        return f"stores_searched=facts; /stores /knobs /health/stores hide plain; DELETE plain 404; add outside 403; audit actors {sorted(actors)}"
+
+    def no_view_scope(self) -> str:
+        token = self.view_token(READ)
+        answer = search(self.viewed, bearer(token))
+        expect_ok(answer, "POST /search")
+        searched = answer.json()["stores_searched"]
+        check(searched == ["facts", "plain"], f"a token without a view scope searched {searched}")
+        return f"stores_searched={','.join(searched)}"
+
+    async def view_scope_mcp(self) -> str:
+        token = self.view_token(f"{READ} {VIEW_SCOPE}")
+
+        async def body(client: Client) -> str:
+            listed = await client.call_tool("list_stores", {})
+            text = json.dumps(listed.structured_content)
+            check(not listed.is_error, f"list_stores: {tool_error_text(listed)}")
+            self.hides_plain(text, "list_stores")
+            check(listed.structured_content.get("view", {}).get("name") == "facts-only", f"list_stores view: {text[:300]}")
+            tools = await client.list_tools()
+            words = json.dumps([t.model_dump(mode="json") for t in tools.tools])
+            self.hides_plain(words, "tools/list")
+            result = await client.call_tool("search", {"query": QUERY})
+            self.hides_plain(json.dumps(result.structured_content), "search")
+            return f"list_stores view=facts-only, tools/list and search hide plain"
+
+        async with httpx2.AsyncClient(headers=bearer(token), timeout=httpx2.Timeout(REQUEST_TIMEOUT, read=60.0)) as http:
+            return await mcp_session(self.viewed.resource, http, "legacy", body)
 
     def static_token(self) -> str:
         head = bearer(STATIC_TOKEN)

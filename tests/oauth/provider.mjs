@@ -42,7 +42,8 @@ const port = Number(args.port);
 const issuer = `http://127.0.0.1:${port}`;
 const jwks = JSON.parse(readFileSync(args.jwks, 'utf8'));
 
-const SCOPES = ['callosum:read', 'callosum:write'];
+// callosum:view:facts selects a view on the callosum that has one (contract §6c).
+const SCOPES = ['callosum:read', 'callosum:write', 'callosum:view:facts'];
 const STATIC_SECRET = 'cc-secret';
 const ACCOUNT = 'tester';
 

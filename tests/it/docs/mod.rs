@@ -280,6 +280,7 @@ async fn every_example_is_what_the_real_thing_prints() {
     cli_eval(&mut examples).await;
     cli_init(&mut examples).await;
     config_error(&mut examples).await;
+    views_audit(&mut examples).await;
     examples.finish();
 }
 
@@ -550,4 +551,75 @@ async fn config_error(examples: &mut Examples) {
     })
     .await;
     assert_eq!(codes, [Some(78)], "{}", block.at);
+}
+
+/// docs/security.md: the views config loads (with its variables set), and the audit lines shown
+/// are what a callosum on it writes for the writes the page names.
+async fn views_audit(examples: &mut Examples) {
+    let config = examples.take("views-config");
+    let audit = examples.take("views-audit");
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let path = dir.path().join("seren-corpus-callosum.yaml");
+    std::fs::write(&path, &config.body).unwrap();
+    let env = Env::of(&[
+        ("SCC_ADMIN_TOKEN", "admin-token-1"),
+        ("RESEARCH_TOKEN", "research-token-1"),
+        ("EDITORS_TOKEN", "editors-token-1"),
+    ]);
+    let loaded = Config::load_from(&path, &env).unwrap_or_else(|e| panic!("{}: {e}", config.at));
+    assert!(
+        loaded.warnings.is_empty(),
+        "{}: {:?}",
+        config.at,
+        loaded.warnings
+    );
+    assert_eq!(loaded.server.views.entries.len(), 2, "{}", config.at);
+    let callosum = crate::support::Callosum::start_with(dir.clone(), loaded).await;
+    let ask = |token: &'static str, method: reqwest::Method, path: &str, body: Option<Value>| {
+        let mut request = (callosum.client)
+            .request(method, format!("{}{path}", callosum.url))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send()
+    };
+    let new = json!({"name": "drafts-1", "type": "seren_memory", "url": "http://127.0.0.1:7450"});
+    ask(
+        "editors-token-1",
+        reqwest::Method::POST,
+        "/stores",
+        Some(new),
+    )
+    .await
+    .unwrap();
+    ask(
+        "research-token-1",
+        reqwest::Method::DELETE,
+        "/stores/notes",
+        None,
+    )
+    .await
+    .unwrap();
+    ask(
+        "editors-token-1",
+        reqwest::Method::DELETE,
+        "/stores/diary",
+        None,
+    )
+    .await
+    .unwrap();
+    let real = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    let (shown, real): (Vec<&str>, Vec<&str>) =
+        (audit.body.lines().collect(), real.lines().collect());
+    assert_eq!(shown.len(), real.len(), "{}: {real:?}", audit.at);
+    // The time stamps differ from run to run: made equal, the rest compared by value.
+    let stamped = |line: &str| {
+        let mut value: Value = serde_json::from_str(line).unwrap();
+        value["ts"] = json!(0);
+        value.to_string()
+    };
+    for (shown, real) in shown.into_iter().zip(real) {
+        examples.json(&audit, &stamped(shown), &stamped(real));
+    }
 }
