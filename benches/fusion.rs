@@ -489,6 +489,7 @@ fn metrics_table(iterations: usize) {
                 in_flight: 1,
                 overlay_writes: &writes,
                 audit: (0, 0),
+                trace_spans_dropped: None,
             })
         };
         let bytes = scrape().len();

@@ -10,7 +10,13 @@
 //!   callosums that forget the via header, say).
 //! - **budget**: the store calls one search may cause in all, split among the stores asked at each
 //!   level, so no tree of callosums, however wide, turns one search into a flood.
+//!
+//! Beside them rides the W3C trace context ([`Trace`]): read from an inbound search's
+//! `traceparent` and `tracestate` (headers, or `_meta` members over MCP), and written on an
+//! outbound call only when `telemetry` has put its own store call span there
+//! ([`Chain::traced`]); a chain one level down starts without one.
 
+use crate::traceparent::Trace;
 use std::fmt;
 
 /// Tells a callosum how deep in a chain of callosums its caller is.
@@ -54,6 +60,9 @@ pub struct Chain {
     pub via: Vec<Id>,
     /// Store calls this callosum and everything below it may still make.
     pub budget: u32,
+    /// The caller's trace context, inbound; outbound, the store call's span (`None` unless
+    /// traces are on).
+    pub trace: Option<Trace>,
 }
 
 impl Default for Chain {
@@ -69,11 +78,13 @@ impl Chain {
             depth: 0,
             via: Vec::new(),
             budget: DEFAULT_BUDGET,
+            trace: None,
         }
     }
 
-    /// Reads the chain headers through `header` (a lookup by name). Absent or unreadable values
-    /// fall back to a root's; a number too large for `u32` saturates, it never wraps to 0.
+    /// Reads the chain headers through `header` (a lookup by name), and the trace context
+    /// (`traceparent`, `tracestate`). Absent or unreadable values fall back to a root's; a number
+    /// too large for `u32` saturates, it never wraps to 0.
     pub fn from_headers<'a>(header: impl Fn(&str) -> Option<&'a str>) -> Self {
         let number = |name: &str, default: u32| {
             header(name)
@@ -92,6 +103,24 @@ impl Chain {
             depth: number(DEPTH_HEADER, 0),
             via,
             budget: number(BUDGET_HEADER, DEFAULT_BUDGET).min(DEFAULT_BUDGET),
+            trace: Trace::read(&header),
+        }
+    }
+
+    /// This chain with the trace context `header` gives when it has none of its own: an MCP
+    /// call's `_meta.traceparent` stands before the header of the HTTP request that carried it.
+    pub fn or_trace_from<'a>(mut self, header: impl Fn(&str) -> Option<&'a str>) -> Self {
+        if self.trace.is_none() {
+            self.trace = Trace::read(header);
+        }
+        self
+    }
+
+    /// This chain carrying `trace` instead (a store call's span, outbound).
+    pub fn traced(&self, trace: Trace) -> Self {
+        Self {
+            trace: Some(trace),
+            ..self.clone()
         }
     }
 
@@ -108,12 +137,15 @@ impl Chain {
             depth: self.depth.saturating_add(1),
             via,
             budget,
+            trace: None,
         }
     }
 
     /// The chain as MCP request `_meta` ([`META_KEY`]: the three headers by name), for a store
     /// called through an MCP tool: a callosum reached that way reads it back with
-    /// [`Chain::from_meta`], so a loop through MCP stops as one through HTTP does.
+    /// [`Chain::from_meta`], so a loop through MCP stops as one through HTTP does. The trace
+    /// context, when there is one, is `_meta.traceparent` and `_meta.tracestate`, where any MCP
+    /// server that follows the convention looks.
     pub fn meta(&self) -> serde_json::Map<String, serde_json::Value> {
         let headers: serde_json::Map<String, serde_json::Value> = self
             .headers()
@@ -122,13 +154,25 @@ impl Chain {
             .collect();
         let mut meta = serde_json::Map::new();
         meta.insert(META_KEY.to_owned(), headers.into());
+        for (name, value) in self.trace_headers() {
+            meta.insert(name.to_owned(), value.into());
+        }
         meta
     }
 
-    /// Reads the chain from an MCP request's `_meta`; without it, a root.
+    /// Reads the chain from an MCP request's `_meta`; without it, a root. The trace context is
+    /// read from `_meta.traceparent` and `_meta.tracestate`.
     pub fn from_meta(meta: &serde_json::Map<String, serde_json::Value>) -> Self {
         let chain = meta.get(META_KEY).and_then(serde_json::Value::as_object);
-        Self::from_headers(|name| chain?.get(name)?.as_str())
+        Self {
+            trace: Trace::read(|name| meta.get(name)?.as_str()),
+            ..Self::from_headers(|name| chain?.get(name)?.as_str())
+        }
+    }
+
+    /// The trace context's headers for an outbound call: none unless traces put a span there.
+    pub fn trace_headers(&self) -> impl Iterator<Item = (&'static str, String)> + '_ {
+        self.trace.iter().flat_map(Trace::values)
     }
 
     /// The headers to send with an outbound call.
@@ -206,5 +250,42 @@ mod tests {
             MAX_DEPTH as usize + 1
         );
         assert_eq!(read(&[(VIA_HEADER, "zz, 10 ,")]).via, [Id(16)]);
+    }
+
+    #[test]
+    fn the_trace_context_comes_in_but_goes_out_only_when_traced() {
+        use crate::traceparent::{TRACEPARENT, TRACESTATE};
+        let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let inbound = read(&[(TRACEPARENT, parent), (TRACESTATE, "v=1")]);
+        let trace = inbound.trace.clone().expect("read with the chain");
+        assert_eq!(trace.parent.to_string(), parent);
+        // One level down the inbound context is gone: only a store call's own span is sent.
+        let below = inbound.child(Id(1), 5);
+        assert_eq!(below.trace, None);
+        assert_eq!(below.trace_headers().count(), 0);
+        assert!(!below.meta().contains_key(TRACEPARENT));
+        let traced = below.traced(trace.clone());
+        assert_eq!((traced.depth, traced.budget), (below.depth, below.budget));
+        let sent: Vec<_> = traced.trace_headers().collect();
+        assert_eq!(
+            sent,
+            [
+                (TRACEPARENT, parent.to_owned()),
+                (TRACESTATE, "v=1".to_owned())
+            ]
+        );
+        // Over MCP it is `_meta.traceparent`, beside the chain's own member, and read back.
+        let meta = traced.meta();
+        assert_eq!(meta[TRACEPARENT], parent);
+        assert_eq!(Chain::from_meta(&meta), traced);
+        // `_meta` stands before the HTTP header that carried the request; the header fills in.
+        let other = "00-11111111111111111111111111111111-2222222222222222-00";
+        let header = |name: &str| (name == TRACEPARENT).then_some(other);
+        assert_eq!(
+            Chain::from_meta(&meta).or_trace_from(header).trace,
+            Some(trace)
+        );
+        let filled = Chain::from_meta(&serde_json::Map::new()).or_trace_from(header);
+        assert_eq!(filled.trace.unwrap().parent.to_string(), other);
     }
 }

@@ -14,6 +14,7 @@
 //! - [`hosts`]: host names and web origins as settings and headers give them.
 //! - [`secret`]: a token or password whose `Debug` never shows it.
 //! - [`view`]: who is asking and which stores they see: a view's patterns, the audit trail's actor.
+//! - [`traceparent`]: W3C Trace Context: the `traceparent` and `tracestate` values, read and written.
 //! - [`keychain`]: the OS keychain that `*_keyring` token pointers name.
 //! - [`metadata`]: a hit's metadata kept as one JSON text, written once, passed through.
 //! - [`chain`]: where a search stands among callosums: via ids, depth, call budget.
@@ -37,6 +38,8 @@
 //! - [`explain`]: why each hit is where it is, for a search that asks (`explain: true`).
 //! - [`oauth`]: the OAuth 2.1 resource server: access tokens checked against the issuer's keys.
 //! - [`metrics`]: the Prometheus families of `GET /metrics`: names, buckets, the exposition.
+//! - [`telemetry`]: OpenTelemetry traces: a search's spans, exported over OTLP/HTTP in bounded
+//!   batches off the search's path (nothing at all when `telemetry:` is unset).
 //! - [`roster`]: the live set of stores (config + overlay) and each one's status.
 //! - [`knobs`]: the live knobs, read once per search, changed by `/configure` and a reload.
 //! - [`federation`]: the one core both edges call: fan out, collect failures, fuse, answer.
@@ -80,8 +83,10 @@ pub mod render;
 pub mod roster;
 pub mod secret;
 pub mod store;
+pub mod telemetry;
 pub mod text;
 pub mod view;
+pub mod traceparent;
 
 /// The crate's version, as Cargo knows it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

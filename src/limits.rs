@@ -189,3 +189,25 @@ pub const MAX_TUNE_WORK: usize = 50_000_000;
 /// The highest grade a judgment may give. nDCG's gain is `2^grade - 1`: the scales in use run
 /// 0..=3 (MS MARCO, TREC DL) or 0..=4, and past 10 one document's gain (1023) drowns every other.
 pub const MAX_GRADE: u32 = 10;
+/// The longest `telemetry.service_name` (`OTEL_SERVICE_NAME`): a name on every exported span,
+/// never a sentence.
+pub const MAX_SERVICE_NAME_BYTES: usize = 255;
+/// The spans waiting to be exported, at most: about 1 KiB each, so about 2 MiB held while a
+/// collector is slow or down; a span past it is dropped and counted
+/// (`seren_callosum_trace_spans_dropped_total`), never waited for. The OpenTelemetry SDKs'
+/// default batch queue (`OTEL_BSP_MAX_QUEUE_SIZE`).
+pub const TRACE_QUEUE_CAP: usize = 2048;
+/// The most spans one export sends: the SDKs' default batch (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`),
+/// a request of a few hundred KiB.
+pub const TRACE_EXPORT_BATCH: usize = 512;
+/// How long one export may take, retries included (the OTLP exporter's default,
+/// `OTEL_EXPORTER_OTLP_TIMEOUT`): the batch thread waits this long at most, while spans queue up.
+pub const TRACE_EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a shutdown waits for the spans still queued to be sent, on top of the drain.
+pub const TRACE_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+/// The longest inbound `tracestate` taken: what W3C Trace Context says a vendor must at least
+/// pass on; a longer one is dropped (the `traceparent` is still honored).
+pub const MAX_TRACESTATE_BYTES: usize = 512;
+/// The largest answer read from the trace collector: an export's answer is a few bytes (at most
+/// a partial success's message); the OTLP exporter's own clients stop at 4 MiB.
+pub const MAX_COLLECTOR_ANSWER_BYTES: usize = 64 * 1024;

@@ -247,8 +247,11 @@ and the shaping steps that moved it) and which hits were left out. Read-only.",
     ) -> Result<CallToolResult, String> {
         let caller = self.authorized(&extensions, "search", Scope::Read)?;
         let args = search_arguments(args)?;
-        // A callosum that fans this one through MCP says where the search stands in `_meta`.
-        let chain = Chain::from_meta(&meta.0.0);
+        // A callosum that fans this one through MCP says where the search stands in `_meta`;
+        // the trace context comes there too, or as the `/mcp` request's own header.
+        let http = extensions.get::<axum::http::request::Parts>();
+        let chain = Chain::from_meta(&meta.0.0)
+            .or_trace_from(|name| http?.headers.get(name)?.to_str().ok());
         let started = Instant::now();
         let answer = self
             .federation

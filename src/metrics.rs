@@ -193,6 +193,14 @@ impl Default for Metrics {
     }
 }
 
+/// The spans the trace exporter dropped (`telemetry`), by why: the queue was full, or the
+/// collector did not take their batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpansDropped {
+    pub queue_full: u64,
+    pub export_failed: u64,
+}
+
 /// What a scrape reads from the rest of the service, besides [`Metrics`] itself.
 pub struct Scrape<'a> {
     /// The stores fanned now, by name: only these are reported.
@@ -204,6 +212,9 @@ pub struct Scrape<'a> {
     pub overlay_writes: &'a Writes,
     /// The audit trail's lines written, and those that could not be.
     pub audit: (u64, u64),
+    /// The spans dropped on the way to the collector; `None` when traces are off (the family is
+    /// then left out).
+    pub trace_spans_dropped: Option<SpansDropped>,
 }
 
 impl Metrics {
@@ -279,6 +290,7 @@ impl Metrics {
                 ("failed", scrape.overlay_writes.failed.get()),
             ],
             audit_writes: [("ok", scrape.audit.0), ("failed", scrape.audit.1)],
+            trace_spans_dropped: scrape.trace_spans_dropped,
         };
         let mut registry = Registry::with_prefix(PREFIX);
         registry.register_collector(Box::new(families));
@@ -302,6 +314,7 @@ struct Families {
     stores: Vec<(StoreHealth, StoreSeries)>,
     overlay_writes: [(&'static str, u64); 2],
     audit_writes: [(&'static str, u64); 2],
+    trace_spans_dropped: Option<SpansDropped>,
 }
 
 impl Collector for Families {
@@ -368,6 +381,21 @@ impl Collector for Families {
         for (result, count) in &self.audit_writes {
             ConstCounter::new(*count).encode(family.encode_family(&[("result", *result)])?)?;
         }
+
+        if let Some(dropped) = self.trace_spans_dropped {
+            let mut family = encoder.encode_descriptor(
+                "trace_spans_dropped",
+                "Spans not exported (telemetry on), by reason: queue_full (ended while the export queue was at its cap) or export_failed (their batch was not taken by the collector)",
+                None,
+                MetricType::Counter,
+            )?;
+            for (reason, count) in [
+                ("queue_full", dropped.queue_full),
+                ("export_failed", dropped.export_failed),
+            ] {
+                ConstCounter::new(count).encode(family.encode_family(&[("reason", reason)])?)?;
+            }
+        }
         Ok(())
     }
 }
@@ -431,6 +459,7 @@ mod tests {
             in_flight: 3,
             overlay_writes: &Writes::default(),
             audit: (0, 0),
+            trace_spans_dropped: None,
         })
     }
 
@@ -616,6 +645,7 @@ mod tests {
             in_flight: 0,
             overlay_writes: &writes,
             audit: (0, 0),
+            trace_spans_dropped: None,
         });
         assert_eq!(
             value(&text, r#"seren_callosum_overlay_writes_total{result="ok"}"#),
@@ -627,6 +657,39 @@ mod tests {
                 r#"seren_callosum_overlay_writes_total{result="failed"}"#
             ),
             Some(1.0)
+        );
+    }
+
+    #[test]
+    fn dropped_spans_are_written_only_while_traces_are_on() {
+        let metrics = Metrics::default();
+        let scrape = |dropped| {
+            metrics.encode(Scrape {
+                stores: &[],
+                health: &Health::default(),
+                in_flight: 0,
+                overlay_writes: &Writes::default(),
+                audit: (0, 0),
+                trace_spans_dropped: dropped,
+            })
+        };
+        assert!(!scrape(None).contains("trace_spans_dropped"));
+        let text = scrape(Some(SpansDropped {
+            queue_full: 3,
+            export_failed: 7,
+        }));
+        let at = |reason: &str| {
+            let series =
+                format!(r#"seren_callosum_trace_spans_dropped_total{{reason="{reason}"}}"#);
+            value(&text, &series)
+        };
+        assert_eq!(
+            (at("queue_full"), at("export_failed")),
+            (Some(3.0), Some(7.0))
+        );
+        assert!(
+            text.contains("# TYPE seren_callosum_trace_spans_dropped_total counter"),
+            "{text}"
         );
     }
 }

@@ -93,8 +93,8 @@ pub enum NotStarted {
 /// binds, warms up the MCP stores, logs what it fans and where it listens (and says `banner`),
 /// watches the config file (with `options.reload`), tells systemd `READY=1`, and serves until
 /// `stop` is cancelled (or, with `options.signals`, a signal comes): then `STOPPING=1`, every MCP
-/// session and stream ends, and in-flight requests drain. Lines logged while it serves leave in
-/// batches (`logline`).
+/// session and stream ends, in-flight requests drain, and the spans still queued are sent
+/// (`telemetry`). Lines logged while it serves leave in batches (`logline`).
 pub async fn start(
     config: Config,
     options: Options,
@@ -158,9 +158,13 @@ pub async fn start(
         notify_systemd("STOPPING=1");
         signal.cancel();
     });
+    let traces = federation.traces().clone();
     let finished = tokio::spawn(async move {
         let _batched = batched;
-        serving.await
+        let served = serving.await;
+        // The spans of the searches just drained leave before the server counts as stopped.
+        traces.shutdown().await;
+        served
     });
     Ok(Started {
         addr,
@@ -300,6 +304,7 @@ async fn serve_stdio(
         None
     };
     reload::spawn(federation.clone(), loader, shutdown.clone());
+    let traces = federation.traces().clone();
     let _batched = logline::stderr().batch();
     let served = tokio::select! {
         served = mcp::serve_stdio(federation) => served,
@@ -309,6 +314,7 @@ async fn serve_stdio(
     if let Some(sidecar) = sidecar {
         sidecar.await??;
     }
+    traces.shutdown().await;
     served?;
     Ok(ExitCode::SUCCESS)
 }

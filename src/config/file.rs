@@ -20,6 +20,7 @@ pub(super) struct FileConfig {
     pub(super) server: FileServer,
     pub(super) tls: FileTls,
     pub(super) federation: FileFederation,
+    pub(super) telemetry: super::telemetry::FileTelemetry,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -12,7 +12,8 @@
 //! `kind` (a store entry's type, by name: what each type does is `store`'s), `secret` (where a
 //! token comes from), `server` and `federation` (those blocks, checked; `server` with its
 //! environment overrides and the inbound token), `breaker` and `format` (the settings `health` and
-//! the MCP `search` tool run on), `range` (a number against its range), `env` (the environment and
+//! the MCP `search` tool run on), `telemetry` (where traces go, with the `OTEL_*` variables beside
+//! it), `range` (a number against its range), `env` (the environment and
 //! its rule that a blank variable is no override), `location` (where the file and the overlay
 //! are), `exposure` (how exposed a bind is), `error` (why a load failed). This module puts them
 //! together: it loads, reloads and compares a `Config`, and reads a store's token for the roster.
@@ -35,6 +36,7 @@ mod scalar;
 mod secret;
 mod server;
 mod store;
+mod telemetry;
 #[cfg(test)]
 mod tests;
 pub mod trust;
@@ -66,6 +68,7 @@ pub use store::{
     Endpoint, Invalid, Program, RawStoreEntry, StoreEntry, StoreUrl, check_name, weight_and_floor,
 };
 pub use views::{ViewEntry, Views};
+pub use telemetry::{DEFAULT_SERVICE_NAME, Telemetry};
 
 use crate::keychain::{Keychain, Pointer};
 use crate::limits::MAX_CONFIG_BYTES;
@@ -96,6 +99,8 @@ pub struct Config {
     pub server: Server,
     pub tls: Tls,
     pub federation: Federation,
+    /// Traces (`telemetry:`, contract §6d); `None`: no endpoint, no exporter, no span made.
+    pub telemetry: Option<Telemetry>,
     /// The keychain `*_keyring` pointers are read from (opened on first use).
     pub keychain: Arc<Keychain>,
     /// The environment it was read with; store tokens named by `token_env` are read from it.
@@ -283,6 +288,7 @@ impl Config {
             trust_system_store: file.tls.trust_system_store.is_some_and(|f| f.0),
         };
         apply_env(env, &mut server, &mut tls, &mut asked)?;
+        let telemetry = telemetry::read(file.telemetry, env, &mut problems, &mut warnings)?;
         if let Some(url) = env.var("SEREN_SCC_OVERLAY_URL") {
             overlay_url = Some(url);
         }
@@ -340,6 +346,7 @@ impl Config {
             server,
             tls,
             federation,
+            telemetry,
             keychain,
             env: env.clone(),
             warnings,
@@ -391,7 +398,8 @@ impl Config {
 
     /// The settings `new` sets otherwise than this config that only a start applies, by their
     /// YAML names: every `server:` and `tls:` setting (the listener, the token and the guard are
-    /// built once), and the breaker's (every store's circuit runs on them).
+    /// built once), the breaker's (every store's circuit runs on them), and `telemetry:` (the
+    /// exporter is built once).
     pub fn needs_restart(&self, new: &Config) -> Vec<String> {
         // Taken apart field by field, so a `server:` setting added later does not compile until
         // it is named here: `keep_start_settings` keeps the whole block, and a setting it kept
@@ -461,6 +469,7 @@ impl Config {
                 "federation.breaker_*",
                 self.federation.breaker != new.federation.breaker,
             ),
+            ("telemetry", self.telemetry != new.telemetry),
         ];
         checks
             .into_iter()
@@ -476,6 +485,7 @@ impl Config {
         self.server = running.server.clone();
         self.tls = running.tls.clone();
         self.federation.breaker = running.federation.breaker;
+        self.telemetry = running.telemetry.clone();
         self.keychain = running.keychain.clone();
     }
 

@@ -12,6 +12,7 @@ use crate::packet::Cut;
 use crate::roster::{Fan, Roster};
 use crate::store;
 use crate::store::Bound;
+use crate::telemetry::Span;
 use std::time::{Duration, Instant};
 
 /// What every round of a search fans with: the same stores, knobs, query, cut, ask and chain as
@@ -35,6 +36,9 @@ pub(super) struct Hop<'a> {
     pub(super) health: &'a Health,
     /// The store calls' numbers, for `GET /metrics`.
     pub(super) metrics: &'a Metrics,
+    /// The span this round's store calls are children of (the search's, or a hop round's);
+    /// `None` when traces are off.
+    pub(super) trace: Option<&'a Span<'a>>,
 }
 
 impl Hop<'_> {
@@ -88,7 +92,8 @@ pub(super) async fn fan_out(
 
 /// One store call, through the breaker, recorded in the store's health. A call that the
 /// search's deadline cut short of the store's own timeout, and that timed out, is no sign
-/// the store is down: it is not recorded, and its reason says what cut it.
+/// the store is down: it is not recorded, and its reason says what cut it. With traces on, it is
+/// a `store.call` span, whose context the call carries out.
 async fn call_store(
     bound: &Bound,
     query: &str,
@@ -96,8 +101,14 @@ async fn call_store(
     how: (&Chain, store::Call),
     round: &Hop<'_>,
 ) -> Result<Vec<store::Hit>, Unanswered> {
+    let span = (round.trace).map(|parent| parent.store_call(&bound.name, &bound.kind, "search"));
     let probe = match round.health.admit(&bound.name) {
-        Admission::Skip { last_error } => return Err(Unanswered::CircuitOpen(last_error)),
+        Admission::Skip { last_error } => {
+            if let Some(span) = &span {
+                span.unanswered("circuit_open");
+            }
+            return Err(Unanswered::CircuitOpen(last_error));
+        }
         Admission::Call => None,
         // If this search is dropped mid-probe, the guard lets the next call probe instead.
         Admission::Probe => Some(ProbeGuard {
@@ -107,9 +118,17 @@ async fn call_store(
     };
     let started = std::time::Instant::now();
     let cut = how.1.timeout < round.knobs.call(bound).timeout;
+    let traced = span.as_ref().map(|span| span.outbound(how.0));
+    let chain = traced.as_ref().unwrap_or(how.0);
     let result = (bound.caller)
-        .search(query, ask, how, &round.spend.purse)
+        .search(query, ask, (chain, how.1), &round.spend.purse)
         .await;
+    if let Some(span) = &span {
+        match &result {
+            Err(store::Failure::Timeout(_)) if cut => span.unanswered("timeout"),
+            result => span.called(result),
+        }
+    }
     if cut && matches!(result, Err(store::Failure::Timeout(_))) {
         // Not the store's fault: a probe under way is handed on (the guard says so).
         drop(probe);

@@ -88,10 +88,19 @@ async fn hop(
         }
         let frontier = last_round.map_or(packet, |start| &kept[start..]);
         let bridge = hops::bridge(round.query, frontier, shaping.hop_terms);
-        let results = fan_out(round, &bridge).await;
+        // With traces on, the round is a `hop` span, its store calls that span's children.
+        let span = (round.trace).map(|search| search.hop(hop, round.fan.bound.len()));
+        let hop_round = Hop {
+            trace: span.as_ref(),
+            ..*round
+        };
+        let results = fan_out(&hop_round, &bridge).await;
         notes.extend(hop_notes(round, hop, &results));
         let ranked = Round::collect(round, results).rank(round.cut);
         let new = hops::keep_new(ranked, hop, &bridge, room, seen, left);
+        if let Some(span) = &span {
+            span.kept(new.len());
+        }
         if new.is_empty() {
             break;
         }
@@ -123,16 +132,22 @@ async fn topic_edges(
     }
     let exclude: Vec<String> = rows.iter().map(|row| row.hit.id.clone()).collect();
     let calls = stores[..asked].iter().map(|bound| async {
+        let span =
+            (round.trace).map(|search| search.store_call(&bound.name, &bound.kind, "by_topic"));
+        let traced = span.as_ref().map(|span| span.outbound(round.chains.1));
         let answer = bound
             .caller
             .by_topic(
                 &topics,
                 budget,
                 &exclude,
-                (round.chains.1, round.call(bound)),
+                (traced.as_ref().unwrap_or(round.chains.1), round.call(bound)),
                 &round.spend.purse,
             )
             .await?;
+        if let Some(span) = &span {
+            span.called(&answer);
+        }
         match answer {
             Ok(hits) => Some((bound.name.clone(), hits)),
             Err(why) => {

@@ -68,6 +68,8 @@ pub struct Federation {
     answers: Arc<Ledger>,
     /// Who changed what (contract §6c).
     audit: Audit,
+    /// The searches' spans (`telemetry:`); off, nothing but a check per search.
+    traces: crate::telemetry::Traces,
 }
 
 /// What `GET /stores` says of the config file since the service started.
@@ -115,6 +117,10 @@ impl Federation {
         let knobs = RwLock::new(Arc::new(Knobs::from_config(&config)));
         let answers = clients.answers();
         let audit = Audit::new(config.audit_path());
+        let traces = crate::telemetry::Traces::start(
+            config.telemetry.as_ref(),
+            config.tls.trust_system_store,
+        );
         Ok(Self {
             audit,
             knobs,
@@ -125,6 +131,7 @@ impl Federation {
             metrics: crate::metrics::Metrics::default(),
             reloads: RwLock::default(),
             answers,
+            traces,
         })
     }
 
@@ -241,6 +248,11 @@ impl Federation {
             self.health.forget(&name);
         }
         self.forget_departed();
+    }
+
+    /// The traces: what a server ends (`Traces::shutdown`) once it has drained.
+    pub fn traces(&self) -> &crate::telemetry::Traces {
+        &self.traces
     }
 
     /// The live roster.
@@ -384,6 +396,7 @@ impl Federation {
         chain: &Chain,
         under: Option<Arc<Knobs>>,
     ) -> Result<SearchAnswer, Refusal> {
+        let span = self.traces.search(chain);
         let (knobs, n, budget, _searching) =
             check::admit(request, chain, (self.id, &self.searches), || {
                 under.unwrap_or_else(|| self.knobs())
@@ -419,6 +432,7 @@ impl Federation {
             roster: &self.roster,
             health: &self.health,
             metrics: &self.metrics,
+            trace: span.as_ref(),
         };
         let results = fan::fan_out(&round, query).await;
         let first_took = spend.started.elapsed();
@@ -454,7 +468,7 @@ impl Federation {
             (&first.answered, &cut, ranked, identity),
             (fan, &knobs),
         );
-        Ok(SearchAnswer {
+        let answer = SearchAnswer {
             query: query.to_owned(),
             hits,
             budget_tokens: budget,
@@ -464,7 +478,11 @@ impl Federation {
             skipped: fan.skipped(),
             notes,
             explain_dropped,
-        })
+        };
+        if let Some(span) = &span {
+            span.answered(&answer);
+        }
+        Ok(answer)
     }
 
     /// Starts every MCP store's session in the background, so the first search finds the
@@ -509,6 +527,7 @@ impl Federation {
             in_flight: max_in_flight.saturating_sub(self.searches.available_permits()),
             overlay_writes: self.roster.overlay_writes(),
             audit: self.audit.counts(),
+            trace_spans_dropped: self.traces.dropped(),
         })
     }
 

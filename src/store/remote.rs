@@ -227,6 +227,10 @@ impl Remote {
             for (name, value) in &chain_headers {
                 request = request.header(*name, value);
             }
+            // The store call's span, when traces are on: the store's spans are its children.
+            for (name, value) in chain.trace_headers() {
+                request = request.header(name, value);
+            }
             if let Some(token) = &self.token {
                 request = request.bearer_auth(token.expose());
             }

@@ -34,3 +34,4 @@ mod reload;
 mod rest;
 mod settle;
 mod views;
+mod traces;

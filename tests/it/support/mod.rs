@@ -4,6 +4,7 @@
 pub mod fault;
 pub mod mcp;
 pub mod mcp_server;
+pub mod otlp;
 pub mod process;
 pub mod stdio;
 pub mod tls;
@@ -259,6 +260,8 @@ pub struct Callosum {
     pub client: reqwest::Client,
     pub federation: Arc<Federation>,
     stop: CancellationToken,
+    /// The server's end (`serve::Started::finished`), until [`Callosum::stop`] awaits it.
+    finished: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl Drop for Callosum {
@@ -322,6 +325,16 @@ impl Callosum {
             client: test_client(),
             federation: started.federation,
             stop,
+            finished: Some(started.finished),
+        }
+    }
+
+    /// Stops the server as a signal would, and waits for its end: its requests drained, its
+    /// queued spans sent (when traces are on).
+    pub async fn stop(mut self) {
+        self.stop.cancel();
+        if let Some(finished) = self.finished.take() {
+            finished.await.unwrap().unwrap();
         }
     }
 
