@@ -85,8 +85,8 @@ pub mod secret;
 pub mod store;
 pub mod telemetry;
 pub mod text;
-pub mod view;
 pub mod traceparent;
+pub mod view;
 
 /// The crate's version, as Cargo knows it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -66,6 +66,7 @@ mod report;
 mod run;
 mod scenarios;
 mod stubs;
+mod traces;
 mod tree;
 
 use drive::*;
@@ -78,6 +79,7 @@ use report::*;
 use run::*;
 use scenarios::*;
 use stubs::*;
+use traces::*;
 use tree::*;
 
 /// The harness and the minimal fan it starts both allocate as the service does.

@@ -14,6 +14,8 @@ pub(super) enum Who {
     Tree,
     /// One of the tree's middle callosums asked alone: one level.
     Middle,
+    /// A callosum exporting every span (the traces scenario); `callosum` is the same with traces off.
+    Traced,
 }
 
 impl Who {
@@ -26,6 +28,7 @@ impl Who {
             Who::Python => "python",
             Who::Tree => "tree",
             Who::Middle => "middle",
+            Who::Traced => "traced",
         }
     }
 }

@@ -161,6 +161,9 @@ pub(super) async fn run_scenario(ctx: &mut Context, scenario: &Scenario) -> Vec<
     if scenario.tree {
         return run_tree(ctx, scenario).await;
     }
+    if scenario.traces {
+        return run_traces(ctx, scenario).await;
+    }
     eprintln!(
         "load: {} (K={}{}, L={} ms, C={}, {} requests)",
         scenario.name,

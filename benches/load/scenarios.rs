@@ -20,7 +20,7 @@ pub(super) struct Args {
     /// Skip the Python reference in full mode.
     #[arg(long)]
     no_python: bool,
-    /// Run only these scenarios (throughput, latency, added-latency, throughput-packet, latency-packet, latency-packet-local, edges-latency, wide-fan, wide-64, one-hanging, memory-flat, tree; driven by wrk against nginx stores: wrk-throughput, wrk-throughput-packet, wrk-latency).
+    /// Run only these scenarios (throughput, latency, added-latency, throughput-packet, latency-packet, latency-packet-local, edges-latency, wide-fan, wide-64, one-hanging, memory-flat, tree, traces; driven by wrk against nginx stores: wrk-throughput, wrk-throughput-packet, wrk-latency).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     only: Option<Vec<String>>,
     /// Serve as the minimal fan over these stores (NAME=URL,...): the harness starts itself so.
@@ -93,6 +93,8 @@ pub(super) struct Scenario {
     /// The tree of callosums (`tree.rs`): K stubs fanned flat and through middle callosums, at
     /// each of `TREE_CONCURRENCY`; `concurrency` is the highest of them.
     pub(super) tree: bool,
+    /// The traces scenario (`traces.rs`): the same load with traces off and exporting, in turns.
+    pub(super) traces: bool,
 }
 
 pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
@@ -114,6 +116,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: false,
             packet: Packet::Plain,
             tree: false,
+            traces: false,
         },
         // The callosum's own time at C=1, the stores answering at once: beside the minimal fan.
         Scenario {
@@ -131,6 +134,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: false,
             packet: Packet::Plain,
             tree: false,
+            traces: false,
         },
         Scenario {
             name: "added-latency",
@@ -147,6 +151,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: false,
             packet: Packet::Plain,
             tree: false,
+            traces: false,
         },
         // 5.3.0's whole packet block on both sides (authority, seats, satellite and topic edges,
         // two hops, an 800-token page), the stubs' answers carrying what it works on.
@@ -165,6 +170,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: false,
             packet: Packet::Full,
             tree: false,
+            traces: false,
         },
         Scenario {
             name: "latency-packet",
@@ -181,6 +187,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: false,
             packet: Packet::Full,
             tree: false,
+            traces: false,
         },
         // The packet's own work: the same block without the calls it adds (topic edges, hops).
         Scenario {
@@ -198,6 +205,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: false,
             packet: Packet::Local,
             tree: false,
+            traces: false,
         },
         // added-latency with 5.3.0's edges on: the topic join is a second round trip.
         Scenario {
@@ -215,6 +223,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: false,
             packet: Packet::Edges,
             tree: false,
+            traces: false,
         },
         Scenario {
             name: "wide-fan",
@@ -231,6 +240,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: false,
             packet: Packet::Plain,
             tree: false,
+            traces: false,
         },
         // Memory with a wide fan: 64 stores of 20 hits each, C=64.
         Scenario {
@@ -248,6 +258,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: false,
             packet: Packet::Plain,
             tree: false,
+            traces: false,
         },
         Scenario {
             name: "one-hanging",
@@ -264,6 +275,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: false,
             packet: Packet::Plain,
             tree: false,
+            traces: false,
         },
         Scenario {
             name: "memory-flat",
@@ -280,6 +292,7 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: true,
             packet: Packet::Plain,
             tree: false,
+            traces: false,
         },
         // A callosum fanning three callosums of 16 stores each, against the flat 48-store fan;
         // `requests` at each concurrency, for each of flat, tree and one middle alone.
@@ -298,6 +311,26 @@ pub(super) fn scenarios(quick: bool) -> Vec<Scenario> {
             track_rss: false,
             packet: Packet::Plain,
             tree: true,
+            traces: false,
+        },
+        // What exporting every span costs: three instant stores, traces off and on in turns, at
+        // C=1 and C=64 (`traces.rs`).
+        Scenario {
+            name: "traces",
+            stores: 3,
+            hanging: false,
+            latency: Duration::ZERO,
+            concurrency: 64,
+            requests: pick(20_000, 2_000),
+            warmup: pick(1_000, 200),
+            python_requests: 0,
+            one_hop: false,
+            direct_fan: false,
+            minimal: false,
+            track_rss: false,
+            packet: Packet::Plain,
+            tree: false,
+            traces: true,
         },
     ]
 }

@@ -67,8 +67,8 @@ pub use server::{Server, Tls, TokenSource};
 pub use store::{
     Endpoint, Invalid, Program, RawStoreEntry, StoreEntry, StoreUrl, check_name, weight_and_floor,
 };
-pub use views::{ViewEntry, Views};
 pub use telemetry::{DEFAULT_SERVICE_NAME, Telemetry};
+pub use views::{ViewEntry, Views};
 
 use crate::keychain::{Keychain, Pointer};
 use crate::limits::MAX_CONFIG_BYTES;

@@ -33,5 +33,5 @@ mod refuse;
 mod reload;
 mod rest;
 mod settle;
-mod views;
 mod traces;
+mod views;
