@@ -580,6 +580,7 @@ async fn require_token(
             );
         }
     };
+    let views = auth.views.by_scopes(&verified.scopes);
     let access = Access::Scopes(verified.scopes);
     if let Some(scope) = needed_scope(request.method(), request.uri().path(), settings)
         && !access.allows(scope)
@@ -592,10 +593,6 @@ async fn require_token(
         );
         return refuse_auth(StatusCode::FORBIDDEN, &detail, challenge);
     }
-    let Access::Scopes(scopes) = &access else {
-        unreachable!("built as scopes above")
-    };
-    let views = auth.views.by_scopes(scopes);
     let view = match views.as_slice() {
         [] => None,
         [view] => Some(view.clone()),
