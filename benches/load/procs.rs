@@ -151,7 +151,16 @@ impl Service {
 }
 
 pub(super) async fn start_ours(dir: &Path, config: &Path) -> Result<Service, String> {
-    let mut command = Command::new(service_binary());
+    start_build(&service_binary(), dir, config).await
+}
+
+/// Starts the build at `binary` as [`start_ours`] starts the service under test.
+pub(super) async fn start_build(
+    binary: &Path,
+    dir: &Path,
+    config: &Path,
+) -> Result<Service, String> {
+    let mut command = Command::new(binary);
     command
         .arg("serve")
         .arg("-c")

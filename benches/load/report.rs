@@ -16,6 +16,8 @@ pub(super) enum Who {
     Middle,
     /// A callosum exporting every span (the traces scenario); `callosum` is the same with traces off.
     Traced,
+    /// The build before traces existed (`SCC_BENCH_BEFORE_BIN`, the traces scenario's baseline).
+    Before,
 }
 
 impl Who {
@@ -29,6 +31,7 @@ impl Who {
             Who::Tree => "tree",
             Who::Middle => "middle",
             Who::Traced => "traced",
+            Who::Before => "before",
         }
     }
 }

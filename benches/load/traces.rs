@@ -5,15 +5,18 @@
 //! falls on both; the note gives on/off ratios of throughput, p50 and the service's CPU per
 //! search, and what the receiver got (every export must arrive: no span dropped).
 //!
-//! Off against the service before traces existed is not measured here (it would be another
-//! build): off runs no code of the SDK at all, so this on/off ratio bounds what traces can cost.
+//! `SCC_BENCH_BEFORE_BIN=PATH` adds a third callosum, the build at PATH (the last commit before
+//! traces, `b5c4917`), driven in the same turns (before, off, on): the off/before ratios show
+//! what traces cost when they are off.
 
 use super::*;
 
 /// The concurrencies each is driven at: one search at a time (latency), and the throughput load.
 const TRACES_CONCURRENCY: [usize; 2] = [1, 64];
-/// Turns of (off, on) at each concurrency.
+/// Turns of (off, on) at each concurrency; of (before, off, on) when a build before traces is
+/// named, whose off/before difference is the smaller one to see.
 const TURNS: usize = 2;
+const TURNS_WITH_BEFORE: usize = 4;
 
 /// An OTLP/HTTP receiver that counts what it is sent and answers an empty success, as a
 /// collector does; it decodes nothing, so its own CPU stays out of the callosum's way.
@@ -50,8 +53,8 @@ async fn collector() -> Collector {
 
 pub(super) async fn run_traces(ctx: &mut Context, scenario: &Scenario) -> Vec<Row> {
     eprintln!(
-        "load: {} (K={}, L={} ms, traces off and on in {TURNS} turns each at C={:?}, {} requests \
-         each)",
+        "load: {} (K={}, L={} ms, traces off and on in {TURNS} turns each, or with the build \
+         before traces in {TURNS_WITH_BEFORE}, at C={:?}, {} requests each)",
         scenario.name,
         scenario.stores,
         scenario.latency.as_millis(),
@@ -65,12 +68,18 @@ pub(super) async fn run_traces(ctx: &mut Context, scenario: &Scenario) -> Vec<Ro
     rows
 }
 
+/// The build before traces to compare "off" with (`SCC_BENCH_BEFORE_BIN`), if one is named.
+fn before_binary() -> Option<PathBuf> {
+    std::env::var_os("SCC_BENCH_BEFORE_BIN").map(PathBuf::from)
+}
+
 async fn start(
     ctx: &mut Context,
     root: &Path,
     label: &str,
     stubs: &[Stub],
     telemetry: Option<&str>,
+    binary: &Path,
 ) -> Result<Service, String> {
     let dir = root.join(label);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
@@ -83,7 +92,7 @@ async fn start(
         ));
         std::fs::write(&config, yaml).map_err(|e| e.to_string())?;
     }
-    let service = start_ours(&dir, &config)
+    let service = start_build(binary, &dir, &config)
         .await
         .map_err(|e| format!("the {label} callosum did not start: {e}"))?;
     ctx.starts.push(service.start);
@@ -115,8 +124,13 @@ async fn traces(ctx: &mut Context, scenario: &Scenario, rows: &mut Vec<Row>) -> 
         .prefix("scc-bench-traces-")
         .tempdir()
         .map_err(|e| format!("no temp dir: {e}"))?;
-    let off = start(ctx, root.path(), "off", &stubs, None).await?;
-    let on = start(ctx, root.path(), "on", &stubs, Some(&collector.url)).await?;
+    let ours = service_binary();
+    let off = start(ctx, root.path(), "off", &stubs, None, &ours).await?;
+    let on = start(ctx, root.path(), "on", &stubs, Some(&collector.url), &ours).await?;
+    let before = match before_binary() {
+        Some(binary) => Some(start(ctx, root.path(), "before", &stubs, None, &binary).await?),
+        None => None,
+    };
     let expect = Expect::Fused {
         hits: 10,
         failed: Vec::new(),
@@ -127,14 +141,29 @@ async fn traces(ctx: &mut Context, scenario: &Scenario, rows: &mut Vec<Row>) -> 
             ..scenario.clone()
         };
         let load = (at.warmup, at.requests);
-        let (mut offs, mut ons) = (Vec::new(), Vec::new());
-        for _ in 0..TURNS {
+        let (mut befores, mut offs, mut ons) = (Vec::new(), Vec::new(), Vec::new());
+        let turns = if before.is_some() {
+            TURNS_WITH_BEFORE
+        } else {
+            TURNS
+        };
+        for _ in 0..turns {
+            if let Some(before) = &before {
+                let target = Target::service(&before.base, &expect, CHECK_EVERY);
+                befores.push(measure(ctx, &at, Who::Before, &[before], &target, load).await);
+            }
             let target = Target::service(&off.base, &expect, CHECK_EVERY);
             offs.push(measure(ctx, &at, Who::Ours, &[&off], &target, load).await);
             let target = Target::service(&on.base, &expect, CHECK_EVERY);
             ons.push(measure(ctx, &at, Who::Traced, &[&on], &target, load).await);
         }
-        ctx.notes.push(turns_note(concurrency, &offs, &ons));
+        ctx.notes
+            .push(turns_note(concurrency, ("off", "on"), &offs, &ons));
+        if !befores.is_empty() {
+            ctx.notes
+                .push(turns_note(concurrency, ("before", "off"), &befores, &offs));
+        }
+        rows.extend(befores);
         rows.extend(offs.into_iter().zip(ons).flat_map(|(a, b)| [a, b]));
     }
     // Every span queued is sent within the batch delay (5 s): wait for the last batch.
@@ -158,9 +187,10 @@ async fn traces(ctx: &mut Context, scenario: &Scenario, rows: &mut Vec<Row>) -> 
     Ok(())
 }
 
-/// The on/off ratios at one concurrency, over all turns: throughput (summed searches over summed
-/// wall time is the mean rate), p50 and p99 (means of the turns'), CPU per search (means).
-fn turns_note(concurrency: usize, offs: &[Row], ons: &[Row]) -> String {
+/// The ratios of `names.1`'s rows over `names.0`'s (on over off, say) at one concurrency, over
+/// all turns: throughput, p50 and p99, CPU per search (means of the turns').
+fn turns_note(concurrency: usize, names: (&str, &str), a_rows: &[Row], b_rows: &[Row]) -> String {
+    let (a, b) = names;
     let mean = |rows: &[Row], f: &dyn Fn(&Row) -> f64| {
         rows.iter().map(f).sum::<f64>() / rows.len().max(1) as f64
     };
@@ -168,22 +198,22 @@ fn turns_note(concurrency: usize, offs: &[Row], ons: &[Row]) -> String {
     let p50 = |rows: &[Row]| mean(rows, &|r| r.p50.as_secs_f64() * 1e3);
     let p99 = |rows: &[Row]| mean(rows, &|r| r.p99.as_secs_f64() * 1e3);
     let cpu = |rows: &[Row]| mean(rows, &|r| r.cpu_us.unwrap_or(f64::NAN));
-    let turns: Vec<String> = (offs.iter().zip(ons))
-        .map(|(off, on)| format!("{:.0}/{:.0}", off.rps, on.rps))
+    let turns: Vec<String> = (a_rows.iter().zip(b_rows))
+        .map(|(a, b)| format!("{:.0}/{:.0}", a.rps, b.rps))
         .collect();
     format!(
-        "traces C={concurrency}: on/off throughput {:.3} ({:.0} vs {:.0} searches/s; turns off/on \
+        "traces C={concurrency}: {b}/{a} throughput {:.3} ({:.0} vs {:.0} searches/s; turns {a}/{b} \
          {}), p50 {:.3} ({:.3} vs {:.3} ms), p99 {:.3}, cpu per search {:.3} ({:.0} vs {:.0} us)",
-        rps(ons) / rps(offs),
-        rps(ons),
-        rps(offs),
+        rps(b_rows) / rps(a_rows),
+        rps(b_rows),
+        rps(a_rows),
         turns.join(", "),
-        p50(ons) / p50(offs),
-        p50(ons),
-        p50(offs),
-        p99(ons) / p99(offs),
-        cpu(ons) / cpu(offs),
-        cpu(ons),
-        cpu(offs),
+        p50(b_rows) / p50(a_rows),
+        p50(b_rows),
+        p50(a_rows),
+        p99(b_rows) / p99(a_rows),
+        cpu(b_rows) / cpu(a_rows),
+        cpu(b_rows),
+        cpu(a_rows),
     )
 }
