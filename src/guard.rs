@@ -13,7 +13,7 @@
 //! 2. **Origin**: on every gated route, a request that carries an `Origin` other than the
 //!    listener's own (or one of `server.allowed_origins`), or says `Sec-Fetch-Site: cross-site`, is
 //!    refused. Clients that are not browsers send neither header and are unaffected.
-//! 3. **Content type** ([`json_bodies`], inside auth): a request with a body (POST, PUT, PATCH)
+//! 3. **Content type** ([`json_body`], after auth): a request with a body (POST, PUT, PATCH)
 //!    must say `application/json`, which a page cannot send cross-origin without a CORS preflight
 //!    this service never grants (unless origins are configured, and then only to those).
 //!
@@ -24,11 +24,9 @@
 use crate::config::Server;
 use crate::hosts::{host_of, normalize_origin};
 use crate::text::escaped;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::sync::Arc;
 
 /// The names every listener answers to, whatever it binds.
 const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -208,50 +206,60 @@ pub fn check_content_type(headers: &HeaderMap) -> Result<(), Refused> {
     })
 }
 
-/// Refuses a body that is not declared JSON. Layered inside auth, so a caller without the token
-/// hears 401 first, whatever it sent.
-pub async fn json_bodies(request: Request, next: Next) -> Response {
+/// Refuses a body that is not declared JSON (the edge asks after auth, so a caller without the
+/// token hears 401 first, whatever it sent).
+pub fn json_body(request: &Request) -> Option<Response> {
     if reads_a_body(request.method())
         && let Err(refused) = check_content_type(request.headers())
     {
-        return refuse(refused);
+        return Some(refuse(refused));
     }
-    next.run(request).await
+    None
 }
 
-/// The layer itself: host, then preflight, then origin (gated routes).
-pub async fn layer(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    if let Err(refused) = check_head(&request) {
-        return refuse(refused);
-    }
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
-    let headers = request.headers();
-    let probe = path == "/health" && matches!(method, Method::GET | Method::HEAD);
-    if !probe && let Err(refused) = guard.check_host(headers) {
-        return refuse(refused);
-    }
-    if method == Method::OPTIONS
-        && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
-        && let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok())
-    {
-        let origin = normalize_origin(origin);
-        if guard.origins.contains(&origin) {
-            return guard.preflight(&origin, headers);
+/// What [`Guard::admit`] lets through carries: the CORS origin to answer to, if any.
+pub struct Admitted(Option<String>);
+
+impl Guard {
+    /// The guard's checks on a request: host, then preflight, then origin (gated routes). A
+    /// refusal, or the answer to a preflight, comes back as `Err` (boxed: it is the rare way).
+    pub fn admit(&self, request: &Request) -> Result<Admitted, Box<Response>> {
+        if let Err(refused) = check_head(request) {
+            return Err(Box::new(refuse(refused)));
         }
-    }
-    let mut cors_origin = None;
-    if !(guard.public)(&method, &path) {
-        match guard.check_origin(headers) {
-            Ok(origin) => cors_origin = origin,
-            Err(refused) => return refuse(refused),
+        let (method, path) = (request.method(), request.uri().path());
+        let headers = request.headers();
+        let probe = path == "/health" && matches!(*method, Method::GET | Method::HEAD);
+        if !probe && let Err(refused) = self.check_host(headers) {
+            return Err(Box::new(refuse(refused)));
         }
+        if method == Method::OPTIONS
+            && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+            && let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok())
+        {
+            let origin = normalize_origin(origin);
+            if self.origins.contains(&origin) {
+                return Err(Box::new(self.preflight(&origin, headers)));
+            }
+        }
+        let mut cors_origin = None;
+        if !(self.public)(method, path) {
+            match self.check_origin(headers) {
+                Ok(origin) => cors_origin = origin,
+                Err(refused) => return Err(Box::new(refuse(refused))),
+            }
+        }
+        Ok(Admitted(cors_origin))
     }
-    let mut response = next.run(request).await;
-    if !guard.origins.is_empty() {
+
+    /// The CORS headers of an admitted request's answer (only when origins are configured).
+    pub fn answer(&self, admitted: Admitted, response: &mut Response) {
+        if self.origins.is_empty() {
+            return;
+        }
         let out = response.headers_mut();
         out.append(header::VARY, HeaderValue::from_static("origin"));
-        if let Some(origin) = cors_origin.and_then(|o| HeaderValue::from_str(&o).ok()) {
+        if let Some(origin) = admitted.0.and_then(|o| HeaderValue::from_str(&o).ok()) {
             out.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
             out.insert(
                 header::ACCESS_CONTROL_EXPOSE_HEADERS,
@@ -259,7 +267,6 @@ pub async fn layer(State(guard): State<Arc<Guard>>, request: Request, next: Next
             );
         }
     }
-    response
 }
 
 /// The request head's size as written: the request line, then each header's `name: value` and

@@ -26,7 +26,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
 pub use crate::limits::MAX_BODY_BYTES;
@@ -41,7 +41,8 @@ const VIEWER: &str = include_str!("../viewer/index.html");
 pub struct AppState {
     pub federation: Arc<Federation>,
     /// Cancelled at shutdown: ends MCP sessions and streams so graceful shutdown never hangs.
-    pub shutdown: CancellationToken,
+    /// Behind an `Arc`: every handler clones the state, and cloning a token takes a lock.
+    pub shutdown: Arc<CancellationToken>,
     /// One `POST /eval` at a time: each runs a search per store and one more for every judged
     /// query, and a second waits its turn with a 503 rather than double the load.
     pub evaluating: Arc<Semaphore>,
@@ -57,7 +58,7 @@ impl AppState {
     pub fn with_shutdown(federation: Arc<Federation>, shutdown: CancellationToken) -> Self {
         Self {
             federation,
-            shutdown,
+            shutdown: Arc::new(shutdown),
             evaluating: Arc::new(Semaphore::new(1)),
         }
     }
@@ -134,13 +135,15 @@ pub fn router(state: AppState) -> Router {
         }),
         public,
     });
-    let access_log = AccessLog {
-        on: server.access_log,
-        queries: server.log_queries,
-    };
-    let in_flight = Arc::new(Semaphore::new(
-        state.federation.config().server.max_in_flight,
-    ));
+    let edge = Arc::new(Edge {
+        log: AccessLog {
+            on: server.access_log,
+            queries: server.log_queries,
+        },
+        guard,
+        in_flight: Semaphore::new(state.federation.config().server.max_in_flight),
+        auth,
+    });
     let mut router = Router::new();
     for (path, route) in routes(&state) {
         router = router.route(path, route);
@@ -150,15 +153,53 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(middleware::from_fn(crate::guard::json_bodies))
-        // Auth wraps every route, the fallback included: a route is gated unless `is_public`
-        // names it, so a route added later cannot be left open by forgetting a layer.
-        .layer(middleware::from_fn_with_state(auth, require_token))
-        .layer(middleware::from_fn_with_state(in_flight, limit_in_flight))
-        // Outside auth and the in-flight cap: a page in a browser is refused before anything else
-        // looks at its request, and a CORS preflight (which carries no token) is answered here.
-        .layer(middleware::from_fn_with_state(guard, crate::guard::layer))
-        .layer(middleware::from_fn_with_state(access_log, request_id))
+        // Every route, the fallback included, is behind the edge: a route is gated unless
+        // `is_public` names it, so a route added later cannot be left open by forgetting a layer.
+        .layer(middleware::from_fn_with_state(edge, self::edge))
+}
+
+/// What every request passes on its way in, in this order: its id and access-log line (around
+/// everything), the browser guard (a page in a browser is refused before anything else looks at
+/// its request, and a CORS preflight, which carries no token, is answered there), the in-flight
+/// cap, auth, and the JSON body check. One layer, not five: a request pays for one boxed future
+/// and one clone of the stack below, not for five of each.
+struct Edge {
+    log: AccessLog,
+    guard: Arc<crate::guard::Guard>,
+    in_flight: Semaphore,
+    auth: Arc<Auth>,
+}
+
+async fn edge(State(edge): State<Arc<Edge>>, request: Request, next: Next) -> Response {
+    let logged = Logged::begin(&request);
+    let mut response = match edge.guard.admit(&request) {
+        Err(early) => *early,
+        Ok(admitted) => {
+            let mut response = edge.gated(request, next).await;
+            edge.guard.answer(admitted, &mut response);
+            response
+        }
+    };
+    logged.end(edge.log, &mut response);
+    response
+}
+
+impl Edge {
+    /// The in-flight cap, auth and the JSON body check, then the route.
+    async fn gated(&self, request: Request, next: Next) -> Response {
+        let _permit = match self.permit(&request) {
+            Ok(permit) => permit,
+            Err(busy) => return *busy,
+        };
+        let request = match authorize(&self.auth, request).await {
+            Ok(request) => request,
+            Err(refused) => return refused,
+        };
+        if let Some(refused) = crate::guard::json_body(&request) {
+            return refused;
+        }
+        next.run(request).await
+    }
 }
 
 /// Every route, in one table, so that tests can enumerate them (and check each one's auth).
@@ -433,33 +474,31 @@ pub fn reads_state_only(method: &Method, path: &str) -> bool {
         && matches!(path, "/health" | "/health/stores" | "/metrics")
 }
 
-/// Answers 503 at once when `max_in_flight` requests are already being handled: a caller told
-/// "busy, retry" is better off than one whose request waits behind an unbounded queue. What
-/// [`reads_state_only`] names passes without a permit.
-async fn limit_in_flight(
-    State(in_flight): State<Arc<Semaphore>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if reads_state_only(request.method(), request.uri().path()) {
-        return next.run(request).await;
-    }
-    let Ok(_permit) = in_flight.try_acquire() else {
-        // Answered without reading the body: the connection will not carry another request.
-        let mut response = ApiError {
-            close: true,
-            ..ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy: too many requests in flight; retry shortly",
-            )
+impl Edge {
+    /// A permit of the in-flight cap, or 503 at once when `max_in_flight` requests are already
+    /// being handled: a caller told "busy, retry" is better off than one whose request waits
+    /// behind an unbounded queue. What [`reads_state_only`] names passes without a permit.
+    fn permit(&self, request: &Request) -> Result<Option<SemaphorePermit<'_>>, Box<Response>> {
+        if reads_state_only(request.method(), request.uri().path()) {
+            return Ok(None);
         }
-        .into_response();
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
-    };
-    next.run(request).await
+        let Ok(permit) = self.in_flight.try_acquire() else {
+            // Answered without reading the body: the connection will not carry another request.
+            let mut response = ApiError {
+                close: true,
+                ..ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "busy: too many requests in flight; retry shortly",
+                )
+            }
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return Err(Box::new(response));
+        };
+        Ok(Some(permit))
+    }
 }
 
 /// Paths anyone may read, token or not: the service card, health, the viewer page itself
@@ -524,16 +563,15 @@ fn needed_scope<'a>(method: &Method, path: &str, oauth: &'a OAuth) -> Option<&'a
     }
 }
 
-async fn require_token(
-    State(auth): State<Arc<Auth>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+/// Who the request is from (its [`Caller`], and its [`Access`] for a token), put in its
+/// extensions for the route; or the refusal: 401 without a good token where one is needed, 403
+/// for what the token may not do.
+async fn authorize(auth: &Auth, mut request: Request) -> Result<Request, Response> {
     let gated = auth.token.is_some() || auth.oauth.is_some() || auth.views.any();
     if !gated || (auth.public)(request.method(), request.uri().path()) {
         // A public route reads nothing a view limits (views gate `/health/stores`).
         request.extensions_mut().insert(Caller::full(Actor::Open));
-        return next.run(request).await;
+        return Ok(request);
     }
     let given = bearer(request.headers()).map(str::to_owned);
     if let (Some(token), Some(given)) = (&auth.token, &given)
@@ -541,14 +579,14 @@ async fn require_token(
     {
         request.extensions_mut().insert(Access::Full);
         request.extensions_mut().insert(Caller::full(Actor::Token));
-        return next.run(request).await;
+        return Ok(request);
     }
     if let Some(view) = given
         .as_deref()
         .and_then(|given| auth.views.by_token(given))
     {
         if let Some(refused) = refuse_view(&view, request.method(), request.uri().path()) {
-            return refused;
+            return Err(refused);
         }
         // A view's token is not an access token: the view, not a scope, says what it may do.
         request.extensions_mut().insert(Access::Full);
@@ -556,16 +594,24 @@ async fn require_token(
             actor: Actor::View(view.name.clone()),
             view: Some(view),
         });
-        return next.run(request).await;
+        return Ok(request);
     }
     let Some(verifier) = &auth.oauth else {
-        return refuse_auth(StatusCode::UNAUTHORIZED, "unauthorized", "Bearer".into());
+        return Err(refuse_auth(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "Bearer".into(),
+        ));
     };
     let settings = verifier.settings();
     let metadata = settings.metadata_url();
     let Some(given) = given else {
         let challenge = format!("Bearer resource_metadata=\"{metadata}\"");
-        return refuse_auth(StatusCode::UNAUTHORIZED, "unauthorized", challenge);
+        return Err(refuse_auth(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            challenge,
+        ));
     };
     let verified = match verifier.verify(&given).await {
         Ok(verified) => verified,
@@ -573,11 +619,11 @@ async fn require_token(
             let challenge = format!(
                 "Bearer error=\"invalid_token\", error_description=\"{why}\", resource_metadata=\"{metadata}\""
             );
-            return refuse_auth(
+            return Err(refuse_auth(
                 StatusCode::UNAUTHORIZED,
                 &format!("unauthorized: {why}"),
                 challenge,
-            );
+            ));
         }
     };
     let views = auth.views.by_scopes(&verified.scopes);
@@ -591,7 +637,7 @@ async fn require_token(
         let detail = format!(
             "forbidden: this needs the scope {scope}, which the access token does not grant"
         );
-        return refuse_auth(StatusCode::FORBIDDEN, &detail, challenge);
+        return Err(refuse_auth(StatusCode::FORBIDDEN, &detail, challenge));
     }
     let view = match views.as_slice() {
         [] => None,
@@ -601,20 +647,20 @@ async fn require_token(
                 "forbidden: the access token grants the scopes of two views ({}, {}); a token selects one view",
                 a.name, b.name
             );
-            return refuse_auth(StatusCode::FORBIDDEN, &detail, "Bearer".into());
+            return Err(refuse_auth(StatusCode::FORBIDDEN, &detail, "Bearer".into()));
         }
     };
     if let Some(view) = &view
         && let Some(refused) = refuse_view(view, request.method(), request.uri().path())
     {
-        return refused;
+        return Err(refused);
     }
     request.extensions_mut().insert(access);
     request.extensions_mut().insert(Caller {
         actor: Actor::OAuth(verified.subject),
         view,
     });
-    next.run(request).await
+    Ok(request)
 }
 
 /// What a view may not read at all: `GET /metrics`, whose series name every store (its own
@@ -690,39 +736,59 @@ struct AccessLog {
     queries: bool,
 }
 
-/// Gives every request an id (the caller's, when it sent a fit one) and answers with it, and
-/// writes one line per request: at info with `server.access_log`, else at debug. A line carries
-/// method, path, status, milliseconds and the id, and for a search the stores asked and failed;
-/// never a token, and the query only with `server.log_queries`.
-async fn request_id(State(log): State<AccessLog>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let id = request
-        .headers()
-        .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| (1..=128).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_graphic()))
-        .map_or_else(mint_request_id, str::to_owned);
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
-    let mut response = next.run(request).await;
-    let status = response.status().as_u16();
-    let ms = crate::text::millis(started.elapsed());
-    let path = crate::text::escaped(&path);
-    let searched = response.extensions().get::<Searched>();
-    let (asked, failed) = searched.map_or((None, None), |s| (Some(s.asked), Some(s.failed)));
-    let query = searched
-        .filter(|_| log.queries)
-        .map(|s| crate::text::logged_query(&s.query));
-    if log.on {
-        tracing::info!(%method, %path, status, ms, rid = %id, stores_asked = asked, stores_failed = failed, query, "request");
-    } else {
-        tracing::debug!(%method, %path, status, ms, rid = %id, stores_asked = asked, stores_failed = failed, query, "request");
+/// A request's id (the caller's, when it sent a fit one, else a minted one), method, path and
+/// start, until its answer is written: then the answer carries the id, and one line is logged,
+/// at info with `server.access_log`, else at debug. A line carries method, path, status,
+/// milliseconds and the id, and for a search the stores asked and failed; never a token, and the
+/// query only with `server.log_queries`.
+struct Logged {
+    started: Instant,
+    id: String,
+    method: Method,
+    path: String,
+}
+
+impl Logged {
+    fn begin(request: &Request) -> Self {
+        let id = request
+            .headers()
+            .get(REQUEST_ID)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| (1..=128).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_graphic()))
+            .map_or_else(mint_request_id, str::to_owned);
+        Self {
+            started: Instant::now(),
+            id,
+            method: request.method().clone(),
+            path: request.uri().path().to_owned(),
+        }
     }
-    // A minted id is hex and an echoed one was checked to be visible ASCII, so this cannot fail.
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(REQUEST_ID, value);
+
+    fn end(self, log: AccessLog, response: &mut Response) {
+        let Self {
+            started,
+            id,
+            method,
+            path,
+        } = self;
+        let status = response.status().as_u16();
+        let ms = crate::text::millis(started.elapsed());
+        let path = crate::text::escaped(&path);
+        let searched = response.extensions().get::<Searched>();
+        let (asked, failed) = searched.map_or((None, None), |s| (Some(s.asked), Some(s.failed)));
+        let query = searched
+            .filter(|_| log.queries)
+            .map(|s| crate::text::logged_query(&s.query));
+        if log.on {
+            tracing::info!(%method, %path, status, ms, rid = %id, stores_asked = asked, stores_failed = failed, query, "request");
+        } else {
+            tracing::debug!(%method, %path, status, ms, rid = %id, stores_asked = asked, stores_failed = failed, query, "request");
+        }
+        // A minted id is hex and an echoed one was checked to be visible ASCII, so this cannot fail.
+        if let Ok(value) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert(REQUEST_ID, value);
+        }
     }
-    response
 }
 
 fn mint_request_id() -> String {

@@ -13,6 +13,7 @@ use crate::ledger::{Hold, Over, Purse};
 use crate::secret::Secret;
 use crate::text::cut;
 use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderValue};
 use std::error::Error as _;
 use std::fmt;
 use std::time::Duration;
@@ -215,26 +216,16 @@ impl Remote {
         body: &serde_json::Value,
         chain: &Chain,
     ) -> Result<reqwest::Response, Failure> {
-        let chain_headers = chain.headers();
         // Serializing a serde_json::Value cannot fail: its keys are strings and it holds no NaN.
         let body = Bytes::from(serde_json::to_vec(body).expect("a JSON value always serializes"));
+        let headers = self.headers(chain)?;
+        // The request is built whole, not through reqwest's builder, which moves itself (a few
+        // hundred bytes) once per header.
         let send = || {
-            let mut request = (self.client)
-                .post(url.clone())
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .header(reqwest::header::ACCEPT, "application/json")
-                .body(body.clone());
-            for (name, value) in &chain_headers {
-                request = request.header(*name, value);
-            }
-            // The store call's span, when traces are on: the store's spans are its children.
-            for (name, value) in chain.trace_headers() {
-                request = request.header(name, value);
-            }
-            if let Some(token) = &self.token {
-                request = request.bearer_auth(token.expose());
-            }
-            request.send()
+            let mut request = reqwest::Request::new(reqwest::Method::POST, url.clone());
+            *request.headers_mut() = headers.clone();
+            *request.body_mut() = Some(body.clone().into());
+            self.client.execute(request)
         };
         let sent = match send().await {
             Err(e) if closed_before_answer(&e) => send().await,
@@ -250,12 +241,38 @@ impl Remote {
         })
     }
 
+    /// The headers of a call: JSON both ways, the chain, the call's span when traces are on (the
+    /// store's spans are its children), and the store's token.
+    fn headers(&self, chain: &Chain) -> Result<HeaderMap, Failure> {
+        use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName};
+        let json = HeaderValue::from_static("application/json");
+        let mut headers = HeaderMap::with_capacity(8);
+        headers.insert(CONTENT_TYPE, json.clone());
+        headers.insert(ACCEPT, json);
+        for (name, value) in chain.headers().into_iter().chain(chain.trace_headers()) {
+            // The chain's values are numbers and hex ids, a span's context W3C text: all visible
+            // ASCII, always valid header values.
+            if let Ok(value) = HeaderValue::try_from(value) {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+        }
+        if let Some(token) = &self.token {
+            let mut value =
+                HeaderValue::try_from(format!("Bearer {}", token.expose())).map_err(|_| {
+                    Failure::Transport("the store's token is not a valid header value".into())
+                })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        Ok(headers)
+    }
+
     /// Reads the answer's body, at most the cap, each chunk counted in `hold` before it is kept.
     async fn read_body(
         &self,
         mut response: reqwest::Response,
         hold: &mut Hold<'_>,
-    ) -> Result<Vec<u8>, Failure> {
+    ) -> Result<Bytes, Failure> {
         let announced = response.content_length();
         if announced.is_some_and(|len| len > self.body_cap as u64) {
             return Err(Failure::TooLarge(self.body_cap));
@@ -266,12 +283,27 @@ impl Remote {
             .map_or(8 * 1024, |len| len as usize)
             .min(64 * 1024);
         hold.take(first).map_err(Failure::Memory)?;
-        let mut bytes = Vec::with_capacity(first);
+        let mut bytes = Vec::new();
         while let Some(chunk) = response
             .chunk()
             .await
             .map_err(|e| Failure::Transport(describe(&e)))?
         {
+            // The whole answer in one chunk, as most come, and no larger than was counted: kept
+            // as it came, not copied, once the body is seen to end there.
+            if bytes.is_empty() && chunk.len() <= first && announced == Some(chunk.len() as u64) {
+                let end = (response.chunk().await).map_err(|e| Failure::Transport(describe(&e)))?;
+                // hyper reads no byte past a Content-Length; were one there, it is no answer.
+                return match end {
+                    None => Ok(chunk),
+                    Some(_) => Err(Failure::Transport(
+                        "body longer than its Content-Length".into(),
+                    )),
+                };
+            }
+            if bytes.capacity() == 0 {
+                bytes.reserve_exact(first);
+            }
             let needed = bytes.len() + chunk.len();
             if needed > self.body_cap {
                 return Err(Failure::TooLarge(self.body_cap));
@@ -286,7 +318,7 @@ impl Remote {
             }
             bytes.extend_from_slice(&chunk);
         }
-        Ok(bytes)
+        Ok(Bytes::from(bytes))
     }
 }
 
@@ -344,5 +376,52 @@ pub(crate) fn describe(error: &reqwest::Error) -> String {
             format!("body: {}", cut(&innermost.to_string(), 120))
         }
         _ => cut(&innermost.to_string(), 120),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remote(token: Option<&str>) -> Remote {
+        let protocol = super::super::build("seren_memory", &serde_json::Map::new()).unwrap();
+        Remote::new(
+            url::Url::parse("http://127.0.0.1:9/search").unwrap(),
+            token.and_then(Secret::new),
+            protocol,
+            reqwest::Client::new(),
+        )
+    }
+
+    #[test]
+    fn a_call_carries_json_the_chain_and_the_token_marked_sensitive() {
+        let chain = Chain::root().child(crate::chain::Id::random(), 40);
+        let headers = remote(Some("s3cret")).headers(&chain).unwrap();
+        assert_eq!(headers["content-type"], "application/json");
+        assert_eq!(headers["accept"], "application/json");
+        for (name, value) in chain.headers() {
+            assert_eq!(headers[name], value.as_str(), "{name}");
+        }
+        assert_eq!(headers["authorization"], "Bearer s3cret");
+        assert!(headers["authorization"].is_sensitive());
+        assert!(
+            !remote(None)
+                .headers(&chain)
+                .unwrap()
+                .contains_key("authorization")
+        );
+    }
+
+    #[test]
+    fn a_token_that_cannot_be_a_header_fails_the_call_without_showing_it() {
+        let failure = remote(Some("line\nbreak-SECRET"))
+            .headers(&Chain::root())
+            .unwrap_err();
+        let text = failure.to_string();
+        assert_eq!(
+            text,
+            "transport: the store's token is not a valid header value"
+        );
+        assert!(!text.contains("SECRET"));
     }
 }
