@@ -125,8 +125,8 @@ pub fn router(state: AppState) -> Router {
         None => server.token.clone(),
     };
     let public = public_routes(server);
-    let guard = Arc::new(crate::guard::Guard::new(server, public.clone()));
-    let auth = Arc::new(Auth {
+    let guard = crate::guard::Guard::new(server, public.clone());
+    let auth = Auth {
         views: server.views.clone(),
         token,
         oauth: server.oauth.clone().map(|settings| {
@@ -134,7 +134,7 @@ pub fn router(state: AppState) -> Router {
             Arc::new(Verifier::new(settings, trust_system_store))
         }),
         public,
-    });
+    };
     let edge = Arc::new(Edge {
         log: AccessLog {
             on: server.access_log,
@@ -165,9 +165,9 @@ pub fn router(state: AppState) -> Router {
 /// and one clone of the stack below, not for five of each.
 struct Edge {
     log: AccessLog,
-    guard: Arc<crate::guard::Guard>,
+    guard: crate::guard::Guard,
     in_flight: Semaphore,
-    auth: Arc<Auth>,
+    auth: Auth,
 }
 
 async fn edge(State(edge): State<Arc<Edge>>, request: Request, next: Next) -> Response {
@@ -199,6 +199,31 @@ impl Edge {
             return refused;
         }
         next.run(request).await
+    }
+
+    /// A permit of the in-flight cap, or 503 at once when `max_in_flight` requests are already
+    /// being handled: a caller told "busy, retry" is better off than one whose request waits
+    /// behind an unbounded queue. What [`reads_state_only`] names passes without a permit.
+    fn permit(&self, request: &Request) -> Result<Option<SemaphorePermit<'_>>, Box<Response>> {
+        if reads_state_only(request.method(), request.uri().path()) {
+            return Ok(None);
+        }
+        let Ok(permit) = self.in_flight.try_acquire() else {
+            // Answered without reading the body: the connection will not carry another request.
+            let mut response = ApiError {
+                close: true,
+                ..ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "busy: too many requests in flight; retry shortly",
+                )
+            }
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return Err(Box::new(response));
+        };
+        Ok(Some(permit))
     }
 }
 
@@ -472,33 +497,6 @@ fn late_body<'a>(
 pub fn reads_state_only(method: &Method, path: &str) -> bool {
     (method == Method::GET || method == Method::HEAD)
         && matches!(path, "/health" | "/health/stores" | "/metrics")
-}
-
-impl Edge {
-    /// A permit of the in-flight cap, or 503 at once when `max_in_flight` requests are already
-    /// being handled: a caller told "busy, retry" is better off than one whose request waits
-    /// behind an unbounded queue. What [`reads_state_only`] names passes without a permit.
-    fn permit(&self, request: &Request) -> Result<Option<SemaphorePermit<'_>>, Box<Response>> {
-        if reads_state_only(request.method(), request.uri().path()) {
-            return Ok(None);
-        }
-        let Ok(permit) = self.in_flight.try_acquire() else {
-            // Answered without reading the body: the connection will not carry another request.
-            let mut response = ApiError {
-                close: true,
-                ..ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "busy: too many requests in flight; retry shortly",
-                )
-            }
-            .into_response();
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return Err(Box::new(response));
-        };
-        Ok(Some(permit))
-    }
 }
 
 /// Paths anyone may read, token or not: the service card, health, the viewer page itself
