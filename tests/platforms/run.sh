@@ -30,8 +30,14 @@ npm_ci "$root/tests/dist"  # mcpb, as tests/dist/run.sh installs it
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/scc-platforms.XXXXXX")"
 status=0
-# The prefix's wineserver outlives the programs it ran; it goes with the scratch dir.
-stop_wineserver() { WINEPREFIX="$work/wineprefix" wineserver -k 2>/dev/null || true; }
+# The prefix's wineserver outlives the programs it ran. It is stopped, and waited for, before the
+# scratch dir goes: a server still flushing its registry files into the prefix while `rm -rf` walks
+# it leaves "Directory not empty" behind (a CI run failed on exactly that).
+stop_wineserver() {
+  [ -d "$work/wineprefix" ] || return 0
+  WINEPREFIX="$work/wineprefix" wineserver -k 2>/dev/null || true
+  WINEPREFIX="$work/wineprefix" timeout 60 wineserver -w 2>/dev/null || true
+}
 at_exit stop_wineserver
 
 # --- a Windows prefix of the test's own ---------------------------------------------------------
@@ -47,6 +53,6 @@ echo "== $(qemu-aarch64 --version | head -n 1)"
 passed="$(grep -c '^ok  ' "$work/platforms.out" || true)"
 failed="$(grep -c '^FAIL  ' "$work/platforms.out" || true)"
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
-if [ "$failed" -eq 0 ]; then rm -rf "$work"; else echo "platforms: logs kept in $work" >&2; fi
+if [ "$failed" -eq 0 ]; then stop_wineserver && rm -rf "$work"; else echo "platforms: logs kept in $work" >&2; fi
 echo "platforms: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
