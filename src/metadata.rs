@@ -326,6 +326,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
 
 /// The deepest nesting of arrays and objects in a JSON text (brackets inside strings not counted).
 fn depth(text: &str) -> usize {
+    // A scalar (most metadata values: strings, numbers) nests nothing: no need to walk it.
+    if !matches!(text.as_bytes().first(), Some(b'[' | b'{')) {
+        return 0;
+    }
     let (mut deepest, mut current) = (0usize, 0usize);
     let (mut in_string, mut escaped) = (false, false);
     for byte in text.bytes() {

@@ -41,6 +41,7 @@ pub(super) struct FileServer {
     pub(super) allowed_origins: Option<Vec<String>>,
     pub(super) max_connections: Option<usize>,
     pub(super) max_in_flight: Option<usize>,
+    pub(super) max_calls_per_store: Option<usize>,
     pub(super) header_timeout_s: Option<f64>,
     pub(super) mcp_format: Option<String>,
     pub(super) access_log: Option<Flag>,

@@ -416,6 +416,7 @@ impl Config {
             allowed_origins,
             max_connections,
             max_in_flight,
+            max_calls_per_store,
             header_timeout,
             mcp_format,
             access_log,
@@ -445,6 +446,10 @@ impl Config {
                 *max_connections != b.max_connections,
             ),
             ("server.max_in_flight", *max_in_flight != b.max_in_flight),
+            (
+                "server.max_calls_per_store",
+                *max_calls_per_store != b.max_calls_per_store,
+            ),
             ("server.oauth", *oauth != b.oauth),
             ("server.views", *views != b.views),
             ("server.audit_log", *audit_log != b.audit_log),

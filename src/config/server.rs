@@ -44,6 +44,8 @@ pub struct Server {
     pub max_connections: usize,
     /// Requests handled at once; more are answered 503 at once.
     pub max_in_flight: usize,
+    /// Calls one store may have under way at once; more wait their turn, inside their timeout.
+    pub max_calls_per_store: usize,
     /// How long a connection may take to send a request's headers (and may sit idle between
     /// requests) before it is closed.
     pub header_timeout: Duration,
@@ -144,6 +146,12 @@ pub(super) fn read(
             "server.max_in_flight",
             s.max_in_flight,
             crate::limits::DEFAULT_MAX_IN_FLIGHT,
+            problems,
+        ),
+        max_calls_per_store: server_cap(
+            "server.max_calls_per_store",
+            s.max_calls_per_store,
+            crate::limits::DEFAULT_MAX_CALLS_PER_STORE,
             problems,
         ),
         header_timeout: header_timeout(s.header_timeout_s, problems),

@@ -245,6 +245,10 @@ fn out_of_range_values_name_the_store_and_field() {
     assert!(error("federation:\n  per_store_timeout_s: -2\n").contains("per_store_timeout_s"));
     assert!(error("federation:\n  breaker_cooldown_s: 0\n").contains("breaker_cooldown_s"));
     assert!(
+        error("server:\n  max_calls_per_store: 0\n")
+            .contains("server.max_calls_per_store must be within 1..=1000000, got 0")
+    );
+    assert!(
         error("server:\n  max_in_flight: 0\n")
             .contains("server.max_in_flight must be within 1..=1000000, got 0")
     );

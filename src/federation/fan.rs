@@ -120,7 +120,7 @@ async fn call_store(
     let cut = how.1.timeout < round.knobs.call(bound).timeout;
     let traced = span.as_ref().map(|span| span.outbound(how.0));
     let chain = traced.as_ref().unwrap_or(how.0);
-    let result = (bound.caller)
+    let result = bound
         .search(query, ask, (chain, how.1), &round.spend.purse)
         .await;
     if let Some(span) = &span {

@@ -136,7 +136,6 @@ async fn topic_edges(
             (round.trace).map(|search| search.store_call(&bound.name, &bound.kind, "by_topic"));
         let traced = span.as_ref().map(|span| span.outbound(round.chains.1));
         let answer = bound
-            .caller
             .by_topic(
                 &topics,
                 budget,

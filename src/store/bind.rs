@@ -6,10 +6,17 @@ use super::caller::Caller;
 use super::clients::Clients;
 use super::mcp::client::Link;
 use super::mcp::{McpStore, Spec};
+use super::protocol::Call;
 use super::protocol::{search_path, topic_search_path};
 use super::registry::{build, speaks_topics};
+use super::remote::Failure;
 use super::remote::Remote;
+use crate::chain::Chain;
 use crate::config::{Config, Endpoint, StoreEntry, StoreKind};
+use crate::fusion::Hit;
+use crate::ledger::Purse;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
 
 /// A store that is fanned.
 #[derive(Debug)]
@@ -22,6 +29,78 @@ pub struct Bound {
     /// session, its connections) instead of binding it again.
     pub entry: StoreEntry,
     pub caller: Caller,
+    /// `server.max_calls_per_store` permits: a call holds one while it is under way, so the
+    /// store never has more of ours at once (nor this process more connections to it).
+    gate: Semaphore,
+}
+
+impl Bound {
+    /// Asks the store for `n` hits ([`Caller::search`]) once one of its call permits is free.
+    /// The wait is part of the call: it counts against the call's timeout, and a call that
+    /// cannot start within it is a timeout, as a store too slow for its load is.
+    pub async fn search(
+        &self,
+        query: &str,
+        n: usize,
+        (chain, call): (&Chain, Call),
+        purse: &Purse<'_>,
+    ) -> Result<Vec<Hit>, Failure> {
+        let timeout = call.timeout;
+        let (_permit, call) = self.admit(call).await?;
+        let answer = self.caller.search(query, n, (chain, call), purse).await;
+        whole_timeout(answer, timeout)
+    }
+
+    /// A topic search ([`Caller::by_topic`]) under the same permits as [`Bound::search`].
+    pub async fn by_topic(
+        &self,
+        topics: &[String],
+        n: usize,
+        exclude: &[String],
+        (chain, call): (&Chain, Call),
+        purse: &Purse<'_>,
+    ) -> Option<Result<Vec<Hit>, Failure>> {
+        if !self.caller.has_topics() {
+            return None;
+        }
+        let timeout = call.timeout;
+        let (_permit, call) = match self.admit(call).await {
+            Ok(admitted) => admitted,
+            Err(failure) => return Some(Err(failure)),
+        };
+        let answer = self
+            .caller
+            .by_topic(topics, n, exclude, (chain, call), purse);
+        answer.await.map(|answer| whole_timeout(answer, timeout))
+    }
+
+    /// Waits for a call permit within `call.timeout`, and hands the call on with what is left.
+    async fn admit(
+        &self,
+        mut call: Call,
+    ) -> Result<(tokio::sync::SemaphorePermit<'_>, Call), Failure> {
+        // Uncontended, the permit is there at once: no clock is read.
+        if let Ok(permit) = self.gate.try_acquire() {
+            return Ok((permit, call));
+        }
+        let began = Instant::now();
+        match tokio::time::timeout(call.timeout, self.gate.acquire()).await {
+            Ok(Ok(permit)) => {
+                call.timeout = call.timeout.saturating_sub(began.elapsed());
+                Ok((permit, call))
+            }
+            // The gate is never closed; a closed one would refuse every call the same way.
+            Ok(Err(_)) | Err(_) => Err(Failure::Timeout(call.timeout)),
+        }
+    }
+}
+
+/// A timeout names the call's whole limit, the wait for a permit included, not what was left of it.
+fn whole_timeout(answer: Result<Vec<Hit>, Failure>, limit: Duration) -> Result<Vec<Hit>, Failure> {
+    answer.map_err(|failure| match failure {
+        Failure::Timeout(_) => Failure::Timeout(limit),
+        other => other,
+    })
 }
 
 /// Binds `entry`, read from `config`, over the shared `clients`, or says why it cannot be bound.
@@ -85,5 +164,6 @@ pub(crate) fn bind(
         floor: entry.floor,
         entry: entry.clone(),
         caller,
+        gate: Semaphore::new(config.server.max_calls_per_store),
     })
 }

@@ -359,3 +359,76 @@ async fn the_bytes_a_search_holds_are_bounded_and_said_so() {
     }
     drop(server);
 }
+
+/// A memory store that holds every search for `hold`, counting the calls it has under way and the
+/// most it ever had at once.
+#[derive(Clone, Default)]
+struct Crowded {
+    now: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+    hold: Duration,
+}
+
+async fn crowded_search(State(stub): State<Crowded>) -> impl IntoResponse {
+    let now = stub.now.fetch_add(1, Ordering::SeqCst) + 1;
+    stub.most.fetch_max(now, Ordering::SeqCst);
+    tokio::time::sleep(stub.hold).await;
+    stub.now.fetch_sub(1, Ordering::SeqCst);
+    axum::Json(json!({"hits": memory_hits(&[("m1", 0.1), ("m2", 0.2)])}))
+}
+
+async fn crowded_store(hold: Duration) -> (Crowded, String, tokio_util::sync::DropGuard) {
+    let stub = Crowded {
+        hold,
+        ..Crowded::default()
+    };
+    let router = Router::new()
+        .route("/search", post(crowded_search))
+        .with_state(stub.clone());
+    let stop = CancellationToken::new();
+    let url = serve_loopback(router, stop.clone()).await;
+    (stub, url, stop.drop_guard())
+}
+
+#[tokio::test]
+async fn a_store_never_has_more_calls_of_ours_at_once_than_the_cap() {
+    let (stub, url, _stop) = crowded_store(Duration::from_millis(150)).await;
+    let yaml = format!(
+        "server:\n  max_calls_per_store: 2\n{}",
+        config_yaml(&[("mem", "seren_memory", &url, "")])
+    );
+    let callosum = Callosum::start(&yaml).await;
+    let searches = (0..8).map(|i| {
+        let callosum = &callosum;
+        async move { callosum.search(&format!("q{i}"), Some(5)).await }
+    });
+    let answers = futures_util::future::join_all(searches).await;
+    for (status, answer) in &answers {
+        assert_eq!(*status, 200, "{answer}");
+        assert_eq!(order(answer), ["mem:m1", "mem:m2"], "{answer}");
+        assert!(failed(answer).is_empty(), "{answer}");
+    }
+    // Eight searches at once, two calls at a time: the cap was reached and never passed.
+    assert_eq!(stub.most.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn the_wait_for_a_free_call_counts_against_the_store_timeout() {
+    // One call at a time, each held 700 ms, under a 1 s timeout: the first search is answered;
+    // the next waits 700 ms, has 300 ms left, and is named a timeout of the whole second.
+    let (stub, url, _stop) = crowded_store(Duration::from_millis(700)).await;
+    let yaml = format!(
+        "server:\n  max_calls_per_store: 1\n{}",
+        config_yaml(&[("mem", "seren_memory", &url, "timeout_s: 1.0")])
+    );
+    let callosum = Callosum::start(&yaml).await;
+    let first = callosum.search("first", Some(5));
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        callosum.search("second", Some(5)).await
+    };
+    let ((_, first), (_, second)) = tokio::join!(first, second);
+    assert_eq!(order(&first), ["mem:m1", "mem:m2"], "{first}");
+    assert_eq!(reason_of(&second, "mem"), "timeout after 1.00s", "{second}");
+    assert_eq!(stub.most.load(Ordering::SeqCst), 1);
+}
