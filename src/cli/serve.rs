@@ -133,6 +133,11 @@ pub async fn start(
             fan.bound.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
         );
     }
+    // SIGHUP is taken before the address is said: a reload asked for as soon as the server is up
+    // (a test, `systemctl reload` at READY) must reload, not end the process by SIGHUP's default.
+    if let Some(loader) = loader {
+        reload::spawn(federation.clone(), loader, shutdown.clone());
+    }
     tracing::info!("listening on http://{addr} (viewer: http://{addr}/viewer)");
     // Said only once the router is built, so an address on screen is one that answers.
     if let Some(banner) = banner {
@@ -141,9 +146,6 @@ pub async fn start(
     // From here a line per request may follow: they leave in batches (`logline`) until the
     // server returns.
     let batched = logline::stderr().batch();
-    if let Some(loader) = loader {
-        reload::spawn(federation.clone(), loader, shutdown.clone());
-    }
     notify_systemd(&format!("READY=1\nSTATUS=listening on http://{addr}"));
     let signal = shutdown.clone();
     tokio::spawn(async move {
@@ -296,6 +298,8 @@ async fn serve_stdio(
     let federation = Arc::new(Federation::start(config).await?);
     federation.warm_up();
     let shutdown = CancellationToken::new();
+    // Before the sidecar's address is said, as in `start`.
+    reload::spawn(federation.clone(), loader, shutdown.clone());
     let sidecar = if http {
         let (addr, serving) = bind_http(federation.clone(), None, &shutdown).await?;
         tracing::info!("HTTP sidecar listening on http://{addr}");
@@ -303,7 +307,6 @@ async fn serve_stdio(
     } else {
         None
     };
-    reload::spawn(federation.clone(), loader, shutdown.clone());
     let traces = federation.traces().clone();
     let _batched = logline::stderr().batch();
     let served = tokio::select! {
