@@ -45,8 +45,8 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 /// Calls one store may have under way at once unless `server.max_calls_per_store` says
 /// otherwise; more wait their turn inside their own timeout. Each call in flight holds an HTTP/1.1
-/// connection, about 33 KiB of client state: 64 stores x 64 searches held 4,100 of them (255 MiB
-/// peak) uncapped, 1,075 (110 MiB) under this cap (BENCHMARKS.md, Memory).
+/// connection, about 33 KiB of client state: 64 stores x 64 searches held about 4,100 of them
+/// (255-267 MiB peak) uncapped, about 1,230 (116-117 MiB) under this cap (BENCHMARKS.md, Memory).
 pub const DEFAULT_MAX_CALLS_PER_STORE: usize = 16;
 /// How long a request's head (and then its body) may take unless `server.header_timeout_s`
 /// says otherwise.

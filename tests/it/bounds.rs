@@ -415,7 +415,8 @@ async fn a_store_never_has_more_calls_of_ours_at_once_than_the_cap() {
 #[tokio::test]
 async fn the_wait_for_a_free_call_counts_against_the_store_timeout() {
     // One call at a time, each held 700 ms, under a 1 s timeout: the first search is answered;
-    // the next waits 700 ms, has 300 ms left, and is named a timeout of the whole second.
+    // the next, 100 ms later, waits about 600 ms for the call, has about 400 ms left for a call
+    // that takes 700, and is named a timeout of the whole second.
     let (stub, url, _stop) = crowded_store(Duration::from_millis(700)).await;
     let yaml = format!(
         "server:\n  max_calls_per_store: 1\n{}",
