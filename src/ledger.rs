@@ -243,7 +243,7 @@ pub fn hit_bytes(hit: &crate::fusion::Hit) -> usize {
     std::mem::size_of::<crate::fusion::Hit>()
         + hit.id.len()
         + hit.content.len()
-        + hit.metadata.as_json().len()
+        + hit.metadata.len()
         + satellites
 }
 

@@ -6,11 +6,15 @@
 //! store's answer ([`Raw`]) and writes them once into a [`Metadata`]: one allocation a hit. The
 //! answer serializes that text as is.
 //!
-//! The text is always a JSON object with sorted, unique keys (the later entry of a duplicate key
-//! wins, as with a map), so answers are stable and read the same as before.
+//! The text is read as a JSON object with sorted, unique keys (the later entry of a duplicate key
+//! wins, as with a map), so answers are stable and read the same as before. A protocol that
+//! passes a store's whole metadata object on may write it unsorted ([`Metadata::layered`]): its
+//! entries in the order given, the object's own text copied in. That is sorted only when it is
+//! read as text (an answer writes its hits, a test compares them), so the hits a search drops
+//! are never sorted at all.
 
 use schemars::JsonSchema;
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, Unexpected, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -23,8 +27,16 @@ use std::fmt;
 pub const MAX_DEPTH: usize = crate::limits::MAX_METADATA_DEPTH;
 
 /// A hit's metadata: a JSON object's text. `None` is the empty object, and costs nothing.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Metadata(Option<Box<str>>);
+#[derive(Clone, Default)]
+pub struct Metadata(Option<Text>);
+
+/// The object's text: sorted with unique keys, or as written by [`Metadata::layered`] (entries
+/// in order, a key perhaps twice, the later one meant).
+#[derive(Clone)]
+enum Text {
+    Sorted(Box<str>),
+    Layered(Box<str>),
+}
 
 impl Metadata {
     /// Writes `entries` as one object. For a key given twice, the later value wins.
@@ -57,7 +69,47 @@ impl Metadata {
         text.push(b'}');
         // Every piece is UTF-8: serde_json's output, or text borrowed from a &str.
         let text = String::from_utf8(text).expect("metadata text is UTF-8");
-        Self(Some(text.into_boxed_str()))
+        Self(Some(Text::Sorted(text.into_boxed_str())))
+    }
+
+    /// `before`'s entries, then the entries of `object` (a store's own metadata object, checked
+    /// by [`RawMap`]), then `after`'s; for a key given twice, the later value wins. Written as
+    /// given, one copy and no parse: sorted only if it is read as text ([`Metadata::as_json`]).
+    pub fn layered(
+        before: &[(&str, Fragment<'_>)],
+        object: Option<RawMap<'_>>,
+        after: &[(&str, Fragment<'_>)],
+    ) -> Self {
+        let inner = object.map_or("", RawMap::inner);
+        if before.is_empty() && after.is_empty() && inner.is_empty() {
+            return Self(None);
+        }
+        let hint = |entries: &[(&str, Fragment<'_>)]| {
+            (entries.iter())
+                .map(|(key, value)| key.len() + value.len_hint() + 4)
+                .sum::<usize>()
+        };
+        let mut text = Vec::with_capacity(2 + hint(before) + inner.len() + 1 + hint(after));
+        text.push(b'{');
+        // Every entry is followed by a comma.
+        let entries = |text: &mut Vec<u8>, entries: &[(&str, Fragment<'_>)]| {
+            for (key, value) in entries {
+                write_json(text, key);
+                text.push(b':');
+                value.write(text);
+                text.push(b',');
+            }
+        };
+        entries(&mut text, before);
+        if !inner.is_empty() {
+            text.extend_from_slice(inner.as_bytes());
+            text.push(b',');
+        }
+        entries(&mut text, after);
+        // The last entry's comma closes the object instead.
+        *text.last_mut().expect("at least one entry") = b'}';
+        let text = String::from_utf8(text).expect("metadata text is UTF-8");
+        Self(Some(Text::Layered(text.into_boxed_str())))
     }
 
     /// Metadata holding this map's entries (tests, benches and callers that already have a map).
@@ -65,18 +117,19 @@ impl Metadata {
         if map.is_empty() {
             return Self(None);
         }
-        // A map of JSON values always serializes (string keys, no NaN).
-        Self(Some(
+        // A map of JSON values always serializes (string keys, no NaN), and in key order.
+        Self(Some(Text::Sorted(
             serde_json::to_string(map)
                 .expect("a JSON map serializes")
                 .into_boxed_str(),
-        ))
+        )))
     }
 
     /// The entries as a map, parsed from the text.
     pub fn to_map(&self) -> Map<String, Value> {
-        // The text was written by this module as a JSON object within the depth bound.
-        self.0.as_deref().map_or_else(Map::new, |text| {
+        // The text was written by this module as a JSON object within the depth bound; of a key
+        // given twice, the map keeps the later value.
+        self.raw().map_or_else(Map::new, |text| {
             serde_json::from_str(text).expect("metadata text is a JSON object")
         })
     }
@@ -84,8 +137,9 @@ impl Metadata {
     /// The value at `key`; `None` when absent. It parses the whole object, so it is for the few
     /// rows of a packet, not for every hit a store sends (a text without the key is not parsed).
     pub fn get(&self, key: &str) -> Option<Value> {
-        let text = self.0.as_deref()?;
-        if !text.contains(key) {
+        let text = self.raw()?;
+        // A key is found as written unless escapes stand in it (a store may escape any letter).
+        if !text.contains(key) && !text.contains('\\') {
             return None;
         }
         let mut map: Map<String, Value> = serde_json::from_str(text).ok()?;
@@ -136,27 +190,66 @@ impl Metadata {
         Self::from_map(&map)
     }
 
-    /// The object's JSON text.
-    pub fn as_json(&self) -> &str {
-        self.0.as_deref().unwrap_or("{}")
+    /// The object's JSON text, its keys sorted and unique.
+    pub fn as_json(&self) -> Cow<'_, str> {
+        match &self.0 {
+            None => Cow::Borrowed("{}"),
+            Some(Text::Sorted(text)) => Cow::Borrowed(text),
+            Some(Text::Layered(text)) => {
+                // Written by `layered` from checked parts: always an object of such entries.
+                let RawObject(mut entries) =
+                    serde_json::from_str(text).expect("layered metadata is a JSON object");
+                let Some(Text::Sorted(sorted)) = Metadata::from_entries(&mut entries).0 else {
+                    unreachable!("a layered text has at least one entry")
+                };
+                Cow::Owned(sorted.into_string())
+            }
+        }
+    }
+
+    /// The text as held, sorted or not: what a reader that parses it needs (a map keeps the later
+    /// of a key given twice), and its size.
+    fn raw(&self) -> Option<&str> {
+        match &self.0 {
+            None => None,
+            Some(Text::Sorted(text) | Text::Layered(text)) => Some(text),
+        }
+    }
+
+    /// The bytes the text holds.
+    pub fn len(&self) -> usize {
+        self.raw().map_or(0, str::len)
+    }
+
+    /// Whether it is the empty object.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
     }
 }
 
+impl PartialEq for Metadata {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_json() == other.as_json()
+    }
+}
+
+impl Eq for Metadata {}
+
 impl fmt::Debug for Metadata {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_json())
+        f.write_str(&self.as_json())
     }
 }
 
 impl Serialize for Metadata {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match &self.0 {
-            None => Map::new().serialize(serializer),
-            // Borrowed as a RawValue (checked, not copied), the text is written as it is.
-            Some(text) => serde_json::from_str::<&RawValue>(text)
-                .map_err(serde::ser::Error::custom)?
-                .serialize(serializer),
+        if self.0.is_none() {
+            return Map::new().serialize(serializer);
         }
+        // Borrowed as a RawValue (checked, not copied), the text is written as it is.
+        serde_json::from_str::<&RawValue>(&self.as_json())
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
     }
 }
 
@@ -260,6 +353,43 @@ impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
             )));
         }
         Ok(Raw(text))
+    }
+}
+
+/// A JSON object from a store's answer, borrowed whole as its text: checked to be an object whose
+/// values nest at most [`MAX_DEPTH`] deep, and not read further (see [`Metadata::layered`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RawMap<'a>(&'a str);
+
+impl<'a> RawMap<'a> {
+    /// The text between the braces, trimmed: the entries as the store wrote them.
+    fn inner(self) -> &'a str {
+        // An object's text starts with `{` and ends with `}` (checked when it was read).
+        self.0[1..self.0.len() - 1].trim_matches(|c: char| c.is_ascii_whitespace())
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawMap<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <&'a RawValue>::deserialize(deserializer)?.get();
+        let unexpected = match text.as_bytes().first() {
+            Some(b'{') => None,
+            Some(b'[') => Some(Unexpected::Seq),
+            Some(b'"') => Some(Unexpected::Other("string")),
+            Some(b't' | b'f') => Some(Unexpected::Other("boolean")),
+            Some(b'n') => Some(Unexpected::Unit),
+            _ => Some(Unexpected::Other("number")),
+        };
+        if let Some(unexpected) = unexpected {
+            return Err(de::Error::invalid_type(unexpected, &"a JSON object"));
+        }
+        // The object itself is one level: its values may nest MAX_DEPTH deep, as a `RawObject`'s.
+        if depth(text) > MAX_DEPTH + 1 {
+            return Err(de::Error::custom(format!(
+                "nested deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        Ok(RawMap(text))
     }
 }
 
@@ -426,6 +556,101 @@ mod tests {
             let err = serde_json::from_str::<RawObject>(bad).expect_err(bad);
             assert!(err.to_string().contains(needle), "{bad}: {err}");
         }
+    }
+
+    /// What `layered` writes reads, as text, exactly as the same entries written sorted.
+    #[test]
+    fn layered_metadata_reads_as_the_same_entries_sorted() {
+        type Entries<'a> = &'a [(&'a str, Fragment<'a>)];
+        let cases: [(Entries, &str, Entries); 6] = [
+            (
+                &[
+                    ("tier", Fragment::Raw("\"long\"")),
+                    ("topic", Fragment::Null),
+                ],
+                r#"{"source": "s", "tier": "mine", "e\u0073c": [1, {"b": 2}]}"#,
+                &[("surroundings", Fragment::Raw(r#"{"satellites":2}"#))],
+            ),
+            (&[("tier", Fragment::Str("a\"b"))], "{}", &[]),
+            (&[], "{ \n }", &[("z", Fragment::U64(3))]),
+            (&[], r#"{"k": 1, "k": 2}"#, &[]),
+            (
+                &[("x", Fragment::F64(f64::NAN))],
+                r#"{"x": "store"}"#,
+                &[("x", Fragment::F64(0.5))],
+            ),
+            (&[], "{}", &[]),
+        ];
+        for (before, object, after) in cases {
+            let map: RawMap = serde_json::from_str(object).expect(object);
+            let layered = Metadata::layered(before, Some(map), after);
+            let mut entries: Vec<(Cow<str>, Fragment)> = (before.iter())
+                .map(|(key, value)| (Cow::Borrowed(*key), *value))
+                .chain(serde_json::from_str::<RawObject>(object).unwrap().0)
+                .chain(
+                    after
+                        .iter()
+                        .map(|(key, value)| (Cow::Borrowed(*key), *value)),
+                )
+                .collect();
+            let sorted = Metadata::from_entries(&mut entries);
+            assert_eq!(layered.as_json(), sorted.as_json(), "{object}");
+            assert_eq!(layered, sorted, "{object}");
+            assert_eq!(layered.to_map(), sorted.to_map(), "{object}");
+            assert_eq!(
+                serde_json::to_string(&layered).unwrap(),
+                serde_json::to_string(&sorted).unwrap()
+            );
+        }
+        let layered = Metadata::layered(
+            &[("tier", Fragment::Str("default"))],
+            serde_json::from_str(r#"{"tier": "mine"}"#).ok(),
+            &[],
+        );
+        assert_eq!(
+            layered.get("tier"),
+            Some(json!("mine")),
+            "the later key wins"
+        );
+        assert_eq!(layered.text("tier"), "mine");
+        assert_eq!(Metadata::layered(&[], None, &[]), Metadata::default());
+        let escaped = Metadata::layered(&[], serde_json::from_str(r#"{"e\u0073c": 1}"#).ok(), &[]);
+        assert_eq!(
+            escaped.get("esc"),
+            Some(json!(1)),
+            "found under its escapes"
+        );
+        let quoted = Metadata::from_entries(&mut [(Cow::Borrowed("a\"q"), Fragment::U64(7))]);
+        assert_eq!(quoted.get("a\"q"), Some(json!(7)), "a key written escaped");
+    }
+
+    #[test]
+    fn a_raw_map_is_an_object_and_refuses_anything_else_by_its_type() {
+        let map: RawMap = serde_json::from_str(r#" {"a": [1]} "#).expect("an object");
+        assert_eq!(map.inner(), r#""a": [1]"#);
+        for (bad, needle) in [
+            ("[1]", "invalid type: sequence, expected a JSON object"),
+            (
+                "\"the query\"",
+                "invalid type: string, expected a JSON object",
+            ),
+            ("true", "invalid type: boolean, expected a JSON object"),
+            ("-1.5", "invalid type: number, expected a JSON object"),
+            ("null", "invalid type: null, expected a JSON object"),
+            ("{\"a\": tru}", "expected ident"),
+        ] {
+            let err = serde_json::from_str::<RawMap>(bad).expect_err(bad);
+            assert!(err.to_string().contains(needle), "{bad}: {err}");
+            assert!(!err.to_string().contains("the query"), "{err}");
+        }
+        // Values may nest as deep as a `RawObject`'s: MAX_DEPTH, one level more for the object.
+        let nested =
+            |levels: usize| format!(r#"{{"a": {}1{}}}"#, "[".repeat(levels), "]".repeat(levels));
+        assert!(serde_json::from_str::<RawMap>(&nested(MAX_DEPTH)).is_ok());
+        assert!(serde_json::from_str::<RawObject>(&nested(MAX_DEPTH)).is_ok());
+        let err = serde_json::from_str::<RawMap>(&nested(MAX_DEPTH + 1)).expect_err("too deep");
+        assert!(err.to_string().contains("nested deeper than 64"), "{err}");
+        assert!(serde_json::from_str::<RawObject>(&nested(MAX_DEPTH + 1)).is_err());
     }
 
     #[test]

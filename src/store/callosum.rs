@@ -5,12 +5,11 @@
 //! where it came from.
 
 use super::decode::decode_hits;
-use super::protocol::{Context, Options, Protocol, Reach, StoreType};
+use super::protocol::{Context, Options, Protocol, Reach, StoreType, json_body};
 use crate::config::StoreKind;
 use crate::fusion::{Hit, Keep};
-use crate::metadata::{Fragment, Metadata, RawObject};
+use crate::metadata::{Fragment, Metadata, RawMap};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use std::borrow::Cow;
 
 pub const TYPE: StoreType = StoreType {
@@ -51,40 +50,44 @@ struct InnerHit<'a> {
     #[serde(default)]
     raw_distance: Option<f64>,
     #[serde(default, borrow)]
-    metadata: Option<RawObject<'a>>,
+    metadata: Option<RawMap<'a>>,
 }
 
 impl Protocol for Callosum {
-    fn request(&self, query: &str, n: usize, _context: &Context) -> Value {
-        json!({"query": query, "n_results": n.clamp(1, MAX_N)})
+    fn request(&self, query: &str, n: usize, _context: &Context) -> Vec<u8> {
+        #[derive(serde::Serialize)]
+        struct SearchBody<'a> {
+            query: &'a str,
+            n_results: usize,
+        }
+        json_body(&SearchBody {
+            query,
+            n_results: n.clamp(1, MAX_N),
+        })
     }
 
     fn decode_kept(&self, body: &[u8], limit: usize, keep: Keep) -> Result<Vec<Hit>, String> {
         let hits: Vec<InnerHit> = decode_hits(body, keep.limit(limit))?;
         Ok(keep.take(hits.into_iter().map(|hit| {
             // The inner hit's provenance wins over metadata keys of the same name.
-            let mut entries = hit.metadata.unwrap_or_default().0;
-            entries.extend([
+            let origin = [
+                ("origin_store", Fragment::from(hit.store.as_deref())),
                 (
-                    Cow::Borrowed("origin_store"),
-                    Fragment::from(hit.store.as_deref()),
-                ),
-                (
-                    Cow::Borrowed("origin_rank"),
+                    "origin_rank",
                     hit.store_rank.map_or(Fragment::Null, Fragment::U64),
                 ),
                 (
-                    Cow::Borrowed("origin_score"),
+                    "origin_score",
                     hit.score.map_or(Fragment::Null, Fragment::F64),
                 ),
-            ]);
+            ];
             Hit {
                 id: hit.id.unwrap_or_default(),
                 content: hit.content.unwrap_or_default(),
                 base_relevance: hit.base_relevance.unwrap_or(0.0),
                 raw_distance: hit.raw_distance,
                 native_score: hit.native_score,
-                metadata: Metadata::from_entries(&mut entries),
+                metadata: Metadata::layered(&[], hit.metadata, &origin),
                 satellites: None,
             }
         })))
@@ -94,15 +97,20 @@ impl Protocol for Callosum {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::protocol::body_of;
+    use serde_json::{Value, json};
 
     #[test]
     fn request_and_decode() {
         let c = Callosum;
         assert_eq!(
-            c.request("q", 20, &Default::default()),
+            body_of(c.request("q", 20, &Default::default())),
             json!({"query": "q", "n_results": 20})
         );
-        assert_eq!(c.request("q", 900, &Default::default())["n_results"], 200);
+        assert_eq!(
+            body_of(c.request("q", 900, &Default::default()))["n_results"],
+            200
+        );
         let hits = c
             .decode(br#"{"query":"q","hits":[{"store":"facts","id":"f1","content":"k = v","score":0.0164,
                 "store_rank":1,"base_relevance":0.9,"native_score":0.9,"raw_distance":null,"metadata":{"key":"k"}}],

@@ -5,12 +5,12 @@
 //! relevance the floor uses.
 
 use super::decode::{decode_hits, id_text, relevance_from_distance};
-use super::protocol::{Context, Options, Protocol, Reach, StoreType};
+use super::protocol::{Context, Options, Protocol, Reach, StoreType, json_body};
 use crate::config::StoreKind;
 use crate::fusion::{Hit, Keep};
 use crate::metadata::{Fragment, Metadata, Raw};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::borrow::Cow;
 
 pub const TYPE: StoreType = StoreType {
@@ -41,6 +41,17 @@ fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
     }))
 }
 
+/// SerenLoci's `/search` request: `project` only when the entry scopes one.
+#[derive(Serialize)]
+struct SearchBody<'a> {
+    query: &'a str,
+    n_results: usize,
+    include_fundamentals: bool,
+    include_superseded: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project: Option<&'a str>,
+}
+
 /// One fact as SerenLoci sends it, borrowed from the answer where it only passes through.
 #[derive(Deserialize)]
 struct Fact<'a> {
@@ -66,17 +77,14 @@ struct Fact<'a> {
 }
 
 impl Protocol for Loci {
-    fn request(&self, query: &str, n: usize, _context: &Context) -> Value {
-        let mut body = json!({
-            "query": query,
-            "n_results": n,
-            "include_fundamentals": self.include_fundamentals,
-            "include_superseded": self.include_superseded,
-        });
-        if let Some(project) = &self.project {
-            body["project"] = Value::String(project.clone());
-        }
-        body
+    fn request(&self, query: &str, n: usize, _context: &Context) -> Vec<u8> {
+        json_body(&SearchBody {
+            query,
+            n_results: n,
+            include_fundamentals: self.include_fundamentals,
+            include_superseded: self.include_superseded,
+            project: self.project.as_deref(),
+        })
     }
 
     fn decode_kept(&self, body: &[u8], limit: usize, keep: Keep) -> Result<Vec<Hit>, String> {
@@ -116,18 +124,32 @@ fn render(key: Option<&str>, value: Option<Value>, why: Option<&str>) -> String 
         Some(Value::String(s)) => Some(s),
         Some(other) => Some(other.to_string()),
     };
-    match (key, value, why) {
-        (Some(k), Some(v), Some(w)) => format!("{k} = {v} because {w}"),
-        (Some(k), Some(v), None) => format!("{k} = {v}"),
-        (None, Some(v), Some(w)) => format!("{v} because {w}"),
-        (None, Some(v), None) => v,
-        (key, None, _) => key.unwrap_or_default().to_owned(),
+    let value = match (key, value, why) {
+        (key, None, _) => return key.unwrap_or_default().to_owned(),
+        (None, Some(value), None) => return value,
+        (_, Some(value), _) => value,
+    };
+    // Pieces pushed into one string sized once: this runs for every fact a search keeps.
+    let mut text = String::with_capacity(
+        key.map_or(0, |k| k.len() + 3) + value.len() + why.map_or(0, |w| w.len() + 9),
+    );
+    if let Some(key) = key {
+        text.push_str(key);
+        text.push_str(" = ");
     }
+    text.push_str(&value);
+    if let Some(why) = why {
+        text.push_str(" because ");
+        text.push_str(why);
+    }
+    text
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::protocol::body_of;
+    use serde_json::json;
 
     fn loci(options: Value) -> Box<dyn Protocol> {
         let Value::Object(options) = options else {
@@ -139,13 +161,15 @@ mod tests {
     #[test]
     fn request_scopes_a_project_only_when_set() {
         assert_eq!(
-            loci(json!({})).request("cuda", 20, &Default::default()),
+            body_of(loci(json!({})).request("cuda", 20, &Default::default())),
             json!({"query": "cuda", "n_results": 20, "include_fundamentals": true, "include_superseded": false})
         );
-        let scoped = loci(json!({"project": "jetson", "include_fundamentals": false})).request(
-            "q",
-            75,
-            &Default::default(),
+        let scoped = body_of(
+            loci(json!({"project": "jetson", "include_fundamentals": false})).request(
+                "q",
+                75,
+                &Default::default(),
+            ),
         );
         assert_eq!(
             scoped,

@@ -5,12 +5,12 @@
 //! provenance only.
 
 use super::decode::{decode_hits, id_text, relevance_from_distance};
-use super::protocol::{Context, Options, Protocol, Reach, StoreType, topic_search_path};
+use super::protocol::{Context, Options, Protocol, Reach, StoreType, json_body, topic_search_path};
 use crate::config::StoreKind;
 use crate::fusion::{Episode, Hit, Keep, Satellites};
-use crate::metadata::{Fragment, Metadata, Raw, RawObject};
+use crate::metadata::{Fragment, Metadata, Raw, RawMap, RawObject};
 use crate::packet::edges::EdgeKind;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::borrow::Cow;
 
@@ -55,6 +55,18 @@ fn build(options: &Options) -> Result<Box<dyn Protocol>, String> {
     }))
 }
 
+/// SerenMemory's `/search` request.
+#[derive(Serialize)]
+struct SearchBody<'a> {
+    query: &'a str,
+    n_results: usize,
+    include_short: bool,
+    include_near: bool,
+    include_long: bool,
+    include_superseded: bool,
+    with_surroundings: bool,
+}
+
 /// One hit as SerenMemory sends it. Only `id`, `content` and the numbers are copied out; what goes
 /// into metadata stays borrowed from the answer until it is written once (see [`Metadata`]).
 #[derive(Deserialize)]
@@ -73,7 +85,7 @@ struct MemoryHit<'a> {
     #[serde(default)]
     raw_distance: Option<Value>,
     #[serde(default, borrow)]
-    metadata: Option<RawObject<'a>>,
+    metadata: Option<RawMap<'a>>,
     #[serde(default, borrow)]
     surroundings: Option<Raw<'a>>,
     #[serde(default, borrow)]
@@ -81,15 +93,15 @@ struct MemoryHit<'a> {
 }
 
 impl Protocol for Memory {
-    fn request(&self, query: &str, n: usize, context: &Context) -> Value {
-        json!({
-            "query": query,
-            "n_results": n.clamp(1, MAX_N),
-            "include_short": self.include_short,
-            "include_near": self.include_near,
-            "include_long": self.include_long,
-            "include_superseded": self.include_superseded,
-            "with_surroundings": self.with_surroundings.unwrap_or(context.surroundings),
+    fn request(&self, query: &str, n: usize, context: &Context) -> Vec<u8> {
+        json_body(&SearchBody {
+            query,
+            n_results: n.clamp(1, MAX_N),
+            include_short: self.include_short,
+            include_near: self.include_near,
+            include_long: self.include_long,
+            include_superseded: self.include_superseded,
+            with_surroundings: self.with_surroundings.unwrap_or(context.surroundings),
         })
     }
 
@@ -101,17 +113,15 @@ impl Protocol for Memory {
                 .as_ref()
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0);
-            // The later of two equal keys wins: the store's own metadata wins over `tier` and
-            // `topic` (put first), and `surroundings` and `matched_via`, when given, win over it.
-            let mut entries = with_tier_and_topic(hit.metadata, hit.tier, hit.topic);
             // `recent` and `supersedes_entry` are lifted out whether or not edges are on,
             // so only the counts stay on the core [5.3].
             let (counts, satellites) = lift(hit.surroundings.filter(|v| !v.is_null()));
+            let mut after = Vec::new();
             if let Some(counts) = &counts {
-                entries.push((Cow::Borrowed("surroundings"), Fragment::Raw(counts)));
+                after.push(("surroundings", Fragment::Raw(counts)));
             }
             if let Some(via) = hit.matched_via.filter(|v| !v.is_null()) {
-                entries.push((Cow::Borrowed("matched_via"), Fragment::Raw(via.text())));
+                after.push(("matched_via", Fragment::Raw(via.text())));
             }
             Hit {
                 id: id_text(hit.id),
@@ -119,7 +129,13 @@ impl Protocol for Memory {
                 base_relevance: relevance_from_distance(distance),
                 raw_distance: Some(distance),
                 native_score: hit.score,
-                metadata: Metadata::from_entries(&mut entries),
+                // The later of two equal keys wins: the store's own metadata wins over `tier` and
+                // `topic` (put first), and `surroundings` and `matched_via`, when given, win over it.
+                metadata: Metadata::layered(
+                    &tier_and_topic(hit.tier, hit.topic),
+                    hit.metadata,
+                    &after,
+                ),
                 satellites,
             }
         })))
@@ -142,31 +158,28 @@ impl Protocol for Memory {
         Ok(hits
             .into_iter()
             .map(|hit| {
-                let mut entries = with_tier_and_topic(hit.metadata, hit.tier, hit.topic);
-                entries.extend([
+                let after = [
                     (
-                        Cow::Borrowed("matched_topics"),
+                        "matched_topics",
                         hit.matched_topics
                             .filter(|v| !v.is_null())
                             .map_or(Fragment::Raw("[]"), |v| Fragment::Raw(v.text())),
                     ),
-                    (
-                        Cow::Borrowed("overlap"),
-                        hit.overlap.map_or(Fragment::Null, Fragment::F64),
-                    ),
+                    ("overlap", hit.overlap.map_or(Fragment::Null, Fragment::F64)),
                     // Overwrites any `source` of the store's own [5.3].
-                    (
-                        Cow::Borrowed(EdgeKind::KEY),
-                        Fragment::Str(EdgeKind::Topic.wire()),
-                    ),
-                ]);
+                    (EdgeKind::KEY, Fragment::Str(EdgeKind::Topic.wire())),
+                ];
                 Hit {
                     id: id_text(hit.id),
                     content: hit.content.map(Cow::into_owned).unwrap_or_default(),
                     base_relevance: 0.0,
                     raw_distance: None,
                     native_score: hit.overlap,
-                    metadata: Metadata::from_entries(&mut entries),
+                    metadata: Metadata::layered(
+                        &tier_and_topic(hit.tier, hit.topic),
+                        hit.metadata,
+                        &after,
+                    ),
                     satellites: None,
                 }
             })
@@ -174,22 +187,16 @@ impl Protocol for Memory {
     }
 }
 
-/// A hit's own metadata entries with `tier` and `topic` put first, so the store's own keys of
-/// those names win (the later of two equal keys wins).
-fn with_tier_and_topic<'a>(
-    metadata: Option<RawObject<'a>>,
+/// `tier` and `topic`, which go before a hit's own metadata, so the store's own keys of those
+/// names win (the later of two equal keys wins).
+fn tier_and_topic<'a>(
     tier: Option<Raw<'a>>,
     topic: Option<Raw<'a>>,
-) -> Vec<(Cow<'a, str>, Fragment<'a>)> {
-    let mut entries = metadata.unwrap_or_default().0;
-    entries.splice(
-        0..0,
-        [
-            (Cow::Borrowed("tier"), Fragment::from(tier)),
-            (Cow::Borrowed("topic"), Fragment::from(topic)),
-        ],
-    );
-    entries
+) -> [(&'static str, Fragment<'a>); 2] {
+    [
+        ("tier", Fragment::from(tier)),
+        ("topic", Fragment::from(topic)),
+    ]
 }
 
 /// One hit of a `/by_topic` answer.
@@ -208,7 +215,7 @@ struct TopicHit<'a> {
     #[serde(default)]
     overlap: Option<f64>,
     #[serde(default, borrow)]
-    metadata: Option<RawObject<'a>>,
+    metadata: Option<RawMap<'a>>,
 }
 
 /// Splits a core's `surroundings` into what stays in its metadata (the counts) and what becomes
@@ -240,7 +247,7 @@ fn lift(surroundings: Option<Raw<'_>>) -> (Option<String>, Option<Box<Satellites
             _ => true,
         }
     });
-    let counts = Metadata::from_entries(&mut entries).as_json().to_owned();
+    let counts = Metadata::from_entries(&mut entries).as_json().into_owned();
     let satellites = (!satellites.recent.is_empty() || satellites.supersedes.is_some())
         .then(|| Box::new(satellites));
     (Some(counts), satellites)
@@ -264,6 +271,7 @@ fn episode(value: Value) -> Option<Episode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::protocol::body_of;
 
     fn memory(options: Value) -> Box<dyn Protocol> {
         let Value::Object(options) = options else {
@@ -276,14 +284,20 @@ mod tests {
     fn request_sends_every_key_and_clamps_n() {
         let m = memory(json!({}));
         assert_eq!(
-            m.request("cuda", 20, &Default::default()),
+            body_of(m.request("cuda", 20, &Default::default())),
             json!({"query": "cuda", "n_results": 20, "include_short": true, "include_near": true,
                    "include_long": true, "include_superseded": false, "with_surroundings": false})
         );
-        assert_eq!(m.request("q", 75, &Default::default())["n_results"], 50);
-        assert_eq!(m.request("q", 0, &Default::default())["n_results"], 1);
+        assert_eq!(
+            body_of(m.request("q", 75, &Default::default()))["n_results"],
+            50
+        );
+        assert_eq!(
+            body_of(m.request("q", 0, &Default::default()))["n_results"],
+            1
+        );
         let m = memory(json!({"include_near": false, "with_surroundings": true}));
-        let body = m.request("q", 5, &Default::default());
+        let body = body_of(m.request("q", 5, &Default::default()));
         assert_eq!(body["include_near"], false);
         assert_eq!(body["with_surroundings"], true);
     }
@@ -414,16 +428,16 @@ mod tests {
             build(&Options(&options)).unwrap()
         };
         assert_eq!(
-            build_with(json!({})).request("q", 5, &on)["with_surroundings"],
+            body_of(build_with(json!({})).request("q", 5, &on))["with_surroundings"],
             true
         );
         // Read per request: satellite edges turned off live are off at the next search.
         assert_eq!(
-            build_with(json!({})).request("q", 5, &Default::default())["with_surroundings"],
+            body_of(build_with(json!({})).request("q", 5, &Default::default()))["with_surroundings"],
             false
         );
         assert_eq!(
-            build_with(json!({"with_surroundings": false})).request("q", 5, &on)["with_surroundings"],
+            body_of(build_with(json!({"with_surroundings": false})).request("q", 5, &on))["with_surroundings"],
             false
         );
         let Value::Object(bad) = json!({"topic_search_path": "by_topic"}) else {

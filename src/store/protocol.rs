@@ -8,8 +8,10 @@ use serde_json::{Map, Value};
 
 /// A store's wire format.
 pub trait Protocol: Send + Sync {
-    /// The request body asking for (about) `n` hits for `query`, as this search's knobs say.
-    fn request(&self, query: &str, n: usize, context: &Context) -> Value;
+    /// The request body (JSON) asking for (about) `n` hits for `query`, as this search's knobs
+    /// say. Written straight from a struct of borrowed fields ([`json_body`]), never through a
+    /// `serde_json::Value`: it is built once per store per search.
+    fn request(&self, query: &str, n: usize, context: &Context) -> Vec<u8>;
     /// Reads the store's answer, best hit first, keeping at most `limit` hits (what was asked):
     /// the rest are read over without being kept, so an answer of millions of tiny hits costs the
     /// body and no more.
@@ -29,6 +31,18 @@ pub trait Protocol: Send + Sync {
     fn decode_topic(&self, _body: &[u8], _limit: usize) -> Result<Vec<Hit>, String> {
         Ok(Vec::new())
     }
+}
+
+/// A request body's JSON text.
+pub fn json_body<T: serde::Serialize>(body: &T) -> Vec<u8> {
+    // A struct of strings, numbers and booleans always serializes.
+    serde_json::to_vec(body).expect("a request body serializes")
+}
+
+/// A request body read back, for tests to compare with `json!`.
+#[cfg(test)]
+pub(crate) fn body_of(bytes: Vec<u8>) -> Value {
+    serde_json::from_slice(&bytes).expect("a request body is JSON")
 }
 
 /// What a search's live knobs tell a protocol about one request.

@@ -95,7 +95,11 @@ pub struct Remote {
     url: url::Url,
     /// The topic search url (`/by_topic`), for a protocol that speaks it.
     topic_url: Option<url::Url>,
-    token: Option<Secret>,
+    /// Whether a token is sent (only this is shown by `Debug`).
+    auth: bool,
+    /// The headers every call sends (JSON both ways, the token), built once; `None` when the
+    /// token is no valid header value, which every call then fails with.
+    fixed: Option<HeaderMap>,
     protocol: Box<dyn Protocol>,
     body_cap: usize,
     /// The shared client (a clone shares its pool), or the store's own (`tls_ca_file`).
@@ -105,7 +109,7 @@ pub struct Remote {
 impl fmt::Debug for Remote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Remote")
-            .field("auth", &self.token.is_some())
+            .field("auth", &self.auth)
             .finish_non_exhaustive()
     }
 }
@@ -117,10 +121,12 @@ impl Remote {
         protocol: Box<dyn Protocol>,
         client: reqwest::Client,
     ) -> Self {
+        let fixed = fixed_headers(token.as_ref());
         Self {
             url,
             topic_url: None,
-            token,
+            fixed,
+            auth: token.is_some(),
             protocol,
             body_cap: DEFAULT_BODY_CAP,
             client,
@@ -146,8 +152,8 @@ impl Remote {
         (chain, call): (&Chain, Call),
         purse: &Purse<'_>,
     ) -> Result<Vec<Hit>, Failure> {
-        let body = self.protocol.request(query, n, &call.context);
-        let exchange = (&self.url, &body, chain, call.timeout);
+        let body = Bytes::from(self.protocol.request(query, n, &call.context));
+        let exchange = (&self.url, body, chain, call.timeout);
         self.call(exchange, (n, purse), |bytes, limit| {
             self.protocol.decode_kept(bytes, limit, call.keep)
         })
@@ -166,9 +172,11 @@ impl Remote {
     ) -> Option<Result<Vec<Hit>, Failure>> {
         let url = self.topic_url.as_ref()?;
         let body = self.protocol.topic_request(topics, n, exclude)?;
+        // Serializing a serde_json::Value cannot fail: its keys are strings and it holds no NaN.
+        let body = Bytes::from(serde_json::to_vec(&body).expect("a JSON value always serializes"));
         Some(
             self.call(
-                (url, &body, chain, call.timeout),
+                (url, body, chain, call.timeout),
                 (n, purse),
                 |bytes, limit| self.protocol.decode_topic(bytes, limit),
             )
@@ -180,12 +188,12 @@ impl Remote {
     /// in the search's `purse` as they come, and what the decoded hits keep stays counted there.
     async fn call(
         &self,
-        (url, body, chain, timeout): (&url::Url, &serde_json::Value, &Chain, Duration),
+        (url, body, chain, timeout): (&url::Url, Bytes, &Chain, Duration),
         (limit, purse): (usize, &Purse<'_>),
         decode: impl Fn(&[u8], usize) -> Result<Vec<Hit>, String>,
     ) -> Result<Vec<Hit>, Failure> {
         let exchange = async {
-            let response = self.send(url, body, chain).await?;
+            let response = self.send(url, &body, chain).await?;
             let status = response.status();
             if !status.is_success() {
                 return Err(Failure::Status(status.as_u16()));
@@ -213,11 +221,9 @@ impl Remote {
     async fn send(
         &self,
         url: &url::Url,
-        body: &serde_json::Value,
+        body: &Bytes,
         chain: &Chain,
     ) -> Result<reqwest::Response, Failure> {
-        // Serializing a serde_json::Value cannot fail: its keys are strings and it holds no NaN.
-        let body = Bytes::from(serde_json::to_vec(body).expect("a JSON value always serializes"));
         let headers = self.headers(chain)?;
         // The request is built whole, not through reqwest's builder, which moves itself (a few
         // hundred bytes) once per header.
@@ -241,28 +247,19 @@ impl Remote {
         })
     }
 
-    /// The headers of a call: JSON both ways, the chain, the call's span when traces are on (the
-    /// store's spans are its children), and the store's token.
+    /// The headers of a call: the fixed ones ([`fixed_headers`]), the chain, and the call's span
+    /// when traces are on (the store's spans are its children).
     fn headers(&self, chain: &Chain) -> Result<HeaderMap, Failure> {
-        use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName};
-        let json = HeaderValue::from_static("application/json");
-        let mut headers = HeaderMap::with_capacity(8);
-        headers.insert(CONTENT_TYPE, json.clone());
-        headers.insert(ACCEPT, json);
+        use reqwest::header::HeaderName;
+        let mut headers = self.fixed.clone().ok_or_else(|| {
+            Failure::Transport("the store's token is not a valid header value".into())
+        })?;
         for (name, value) in chain.headers().into_iter().chain(chain.trace_headers()) {
             // The chain's values are numbers and hex ids, a span's context W3C text: all visible
             // ASCII, always valid header values.
             if let Ok(value) = HeaderValue::try_from(value) {
                 headers.insert(HeaderName::from_static(name), value);
             }
-        }
-        if let Some(token) = &self.token {
-            let mut value =
-                HeaderValue::try_from(format!("Bearer {}", token.expose())).map_err(|_| {
-                    Failure::Transport("the store's token is not a valid header value".into())
-                })?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
         }
         Ok(headers)
     }
@@ -320,6 +317,23 @@ impl Remote {
         }
         Ok(Bytes::from(bytes))
     }
+}
+
+/// The headers every call to a store sends: JSON both ways, and its token, marked sensitive.
+/// `None` when the token cannot be a header value (a control character in it).
+fn fixed_headers(token: Option<&Secret>) -> Option<HeaderMap> {
+    use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+    let json = HeaderValue::from_static("application/json");
+    // Room for the chain's three and a span's two, which each call adds.
+    let mut headers = HeaderMap::with_capacity(8);
+    headers.insert(CONTENT_TYPE, json.clone());
+    headers.insert(ACCEPT, json);
+    if let Some(token) = token {
+        let mut value = HeaderValue::try_from(format!("Bearer {}", token.expose())).ok()?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    Some(headers)
 }
 
 /// True when the connection closed (or was reset) before any answer came back, as happens when a
