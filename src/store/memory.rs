@@ -11,7 +11,7 @@ use crate::fusion::{Episode, Hit, Keep, Satellites};
 use crate::metadata::{Fragment, Metadata, Raw, RawMap, RawObject};
 use crate::packet::edges::EdgeKind;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::borrow::Cow;
 
 pub const TYPE: StoreType = StoreType {
@@ -65,6 +65,18 @@ struct SearchBody<'a> {
     include_long: bool,
     include_superseded: bool,
     with_surroundings: bool,
+}
+
+/// SerenMemory's `/by_topic` request.
+#[derive(Serialize)]
+struct TopicBody<'a> {
+    topics: &'a [String],
+    n_results: usize,
+    include_short: bool,
+    include_near: bool,
+    include_long: bool,
+    include_superseded: bool,
+    exclude_ids: &'a [String],
 }
 
 /// One hit as SerenMemory sends it. Only `id`, `content` and the numbers are copied out; what goes
@@ -141,15 +153,15 @@ impl Protocol for Memory {
         })))
     }
 
-    fn topic_request(&self, topics: &[String], n: usize, exclude: &[String]) -> Option<Value> {
-        Some(json!({
-            "topics": topics,
-            "n_results": n.clamp(1, MAX_N),
-            "include_short": self.include_short,
-            "include_near": self.include_near,
-            "include_long": self.include_long,
-            "include_superseded": self.include_superseded,
-            "exclude_ids": exclude,
+    fn topic_request(&self, topics: &[String], n: usize, exclude: &[String]) -> Option<Vec<u8>> {
+        Some(json_body(&TopicBody {
+            topics,
+            n_results: n.clamp(1, MAX_N),
+            include_short: self.include_short,
+            include_near: self.include_near,
+            include_long: self.include_long,
+            include_superseded: self.include_superseded,
+            exclude_ids: exclude,
         }))
     }
 
@@ -272,6 +284,7 @@ fn episode(value: Value) -> Option<Episode> {
 mod tests {
     use super::*;
     use crate::store::protocol::body_of;
+    use serde_json::json;
 
     fn memory(options: Value) -> Box<dyn Protocol> {
         let Value::Object(options) = options else {
@@ -453,7 +466,7 @@ mod tests {
     fn topic_search_asks_like_serenmemory_and_marks_its_hits() {
         let m = memory(json!({"include_near": false}));
         let topics = ["cft".to_owned(), "iam".to_owned()];
-        let body = m.topic_request(&topics, 75, &["a".to_owned()]).unwrap();
+        let body = body_of(m.topic_request(&topics, 75, &["a".to_owned()]).unwrap());
         assert_eq!(
             body,
             json!({"topics": ["cft", "iam"], "n_results": 50, "include_short": true,

@@ -21,9 +21,9 @@ pub trait Protocol: Send + Sync {
     /// [`Protocol::decode`], building only the hits `keep` says the search can use: the answer
     /// is still read (and checked) to its end, the rest is never copied out of it.
     fn decode_kept(&self, body: &[u8], limit: usize, keep: Keep) -> Result<Vec<Hit>, String>;
-    /// The topic search body (`/by_topic`): up to `n` memories tagged with any of `topics`, none
-    /// of `exclude`. `None` for a protocol without topic search.
-    fn topic_request(&self, _topics: &[String], _n: usize, _exclude: &[String]) -> Option<Value> {
+    /// The topic search body (`/by_topic`, JSON, as [`Protocol::request`]'s): up to `n` memories
+    /// tagged with any of `topics`, none of `exclude`. `None` for a protocol without topic search.
+    fn topic_request(&self, _topics: &[String], _n: usize, _exclude: &[String]) -> Option<Vec<u8>> {
         None
     }
     /// Reads a topic search answer into topic edges (`base_relevance` 0, `metadata.source`

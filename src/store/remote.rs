@@ -171,9 +171,7 @@ impl Remote {
         purse: &Purse<'_>,
     ) -> Option<Result<Vec<Hit>, Failure>> {
         let url = self.topic_url.as_ref()?;
-        let body = self.protocol.topic_request(topics, n, exclude)?;
-        // Serializing a serde_json::Value cannot fail: its keys are strings and it holds no NaN.
-        let body = Bytes::from(serde_json::to_vec(&body).expect("a JSON value always serializes"));
+        let body = Bytes::from(self.protocol.topic_request(topics, n, exclude)?);
         Some(
             self.call(
                 (url, body, chain, call.timeout),
