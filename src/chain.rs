@@ -177,10 +177,19 @@ impl Chain {
 
     /// The headers to send with an outbound call.
     pub fn headers(&self) -> [(&'static str, String); 3] {
-        let via: Vec<String> = self.via.iter().map(Id::to_string).collect();
+        use std::fmt::Write as _;
+        // One string for the ids (16 hex digits and a comma each), not one per id joined.
+        let mut via = String::with_capacity(17 * self.via.len());
+        for (i, id) in self.via.iter().enumerate() {
+            if i > 0 {
+                via.push(',');
+            }
+            // Writing into a String cannot fail.
+            let _ = write!(via, "{id}");
+        }
         [
             (DEPTH_HEADER, self.depth.to_string()),
-            (VIA_HEADER, via.join(",")),
+            (VIA_HEADER, via),
             (BUDGET_HEADER, self.budget.to_string()),
         ]
     }
@@ -219,6 +228,10 @@ mod tests {
     #[test]
     fn the_chain_round_trips_through_mcp_meta() {
         let child = Chain::root().child(Id(0xabc), 12).child(Id(7), 3);
+        assert_eq!(
+            child.headers()[1],
+            (VIA_HEADER, "0000000000000abc,0000000000000007".to_owned())
+        );
         assert_eq!(Chain::from_meta(&child.meta()), child);
         assert_eq!(Chain::from_meta(&serde_json::Map::new()), Chain::root());
         let junk = serde_json::json!({META_KEY: {DEPTH_HEADER: 3}});

@@ -36,16 +36,27 @@ pub const REQUEST_ID: &str = "x-request-id";
 /// The viewer, "The Bridge": one self-contained page, compiled into the binary.
 const VIEWER: &str = include_str!("../viewer/index.html");
 
-/// What every handler shares.
+/// What every handler shares. One `Arc`: axum clones the state for every request, and one
+/// count to raise and drop costs less than one per field.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+/// The fields of [`AppState`].
+pub struct Shared {
     pub federation: Arc<Federation>,
     /// Cancelled at shutdown: ends MCP sessions and streams so graceful shutdown never hangs.
-    /// Behind an `Arc`: every handler clones the state, and cloning a token takes a lock.
-    pub shutdown: Arc<CancellationToken>,
+    pub shutdown: CancellationToken,
     /// One `POST /eval` at a time: each runs a search per store and one more for every judged
     /// query, and a second waits its turn with a 503 rather than double the load.
-    pub evaluating: Arc<Semaphore>,
+    pub evaluating: Semaphore,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
 }
 
 impl AppState {
@@ -56,11 +67,11 @@ impl AppState {
 
     /// The state for a federation, ended by `shutdown`.
     pub fn with_shutdown(federation: Arc<Federation>, shutdown: CancellationToken) -> Self {
-        Self {
+        Self(Arc::new(Shared {
             federation,
-            shutdown: Arc::new(shutdown),
-            evaluating: Arc::new(Semaphore::new(1)),
-        }
+            shutdown,
+            evaluating: Semaphore::new(1),
+        }))
     }
 }
 
@@ -278,9 +289,10 @@ async fn search(
     let searched = Searched {
         asked: answer.stores_searched.len() + answer.failed.len(),
         failed: answer.failed.len(),
-        query: request.query.clone(),
+        query: request.query,
     };
-    let mut response = Json(answer).into_response();
+    let json = HeaderValue::from_static("application/json");
+    let mut response = ([(header::CONTENT_TYPE, json)], answer.to_json()).into_response();
     response.extensions_mut().insert(searched);
     Ok(response)
 }

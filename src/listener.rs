@@ -13,10 +13,9 @@ use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
 /// What one listener holds at once, so a flood of clients cannot take the service down.
 #[derive(Debug, Clone, Copy)]
@@ -103,13 +102,15 @@ pub async fn serve_with(
             body_timeout: limits.header_timeout,
         };
         let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), tracked));
-        tokio::spawn(run_connection(
-            connection,
-            entry,
-            gate.table.clone(),
+        let open = Open {
+            table: gate.table.clone(),
             id,
-            permit,
-        ));
+            _slot: permit,
+        };
+        let task = tokio::spawn(run_connection(connection, open));
+        // Set before the next `gate.admit`, the only caller of eviction: every entry it can
+        // pick has its task.
+        let _ = entry.task.set(task.abort_handle());
     }
     drop(listener);
     drain(graceful, limits.drain).await;
@@ -140,25 +141,31 @@ async fn drain(graceful: hyper_util::server::graceful::GracefulShutdown, wait: D
     }
 }
 
-/// Serves one connection until it ends or is evicted while idle (dropping it closes it; no request
-/// is cut), then gives its slot back.
+/// Serves one connection until it ends. Eviction aborts this task, which drops the connection
+/// (closing it) and `open` (giving the slot back) at once, so nothing is polled per wake-up to
+/// watch for it.
 async fn run_connection(
     connection: impl std::future::Future<Output = Result<(), hyper::Error>>,
-    entry: Arc<Entry>,
+    open: Open,
+) {
+    if let Err(error) = connection.await {
+        tracing::debug!(%error, "connection ended with an error");
+    }
+    drop(open);
+}
+
+/// An open connection's place: taken out of the table, then its slot given back, when its task
+/// ends or is aborted.
+struct Open {
     table: Arc<Table>,
     id: u64,
-    permit: tokio::sync::OwnedSemaphorePermit,
-) {
-    tokio::select! {
-        ended = connection => {
-            if let Err(error) = ended {
-                tracing::debug!(%error, "connection ended with an error");
-            }
-        }
-        () = entry.evict.cancelled() => {}
+    _slot: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.table.close(self.id);
     }
-    table.close(id);
-    drop(permit);
 }
 
 /// The connection cap: a slot per open connection, and what to do when none is free.
@@ -201,7 +208,8 @@ impl Gate {
             self.max,
             "connection limit reached; closing the longest-idle connections",
         );
-        // The evicted task ends at its next poll and gives its slot back; bounded anyway.
+        // The evicted task is dropped as soon as the runtime gets to it, which gives its slot
+        // back; bounded anyway.
         match tokio::time::timeout(EVICTION_WAIT, self.slots.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Some(permit),
             _ => None,
@@ -244,7 +252,8 @@ struct Entry {
     in_flight: AtomicUsize,
     /// Milliseconds since the table's epoch when the connection last became idle.
     idle_since: AtomicU64,
-    evict: CancellationToken,
+    /// The connection's task, aborted to evict it (set right after the task is spawned).
+    task: OnceLock<tokio::task::AbortHandle>,
     epoch: Instant,
 }
 
@@ -268,7 +277,7 @@ impl Table {
         let entry = Arc::new(Entry {
             in_flight: AtomicUsize::new(0),
             idle_since: AtomicU64::new(0),
-            evict: CancellationToken::new(),
+            task: OnceLock::new(),
             epoch: self.epoch,
         });
         entry.idle_since.store(entry.now(), Ordering::Relaxed);
@@ -294,7 +303,9 @@ impl Table {
             .map(|(id, _)| *id);
         match longest.and_then(|id| entries.remove(&id)) {
             Some(entry) => {
-                entry.evict.cancel();
+                if let Some(task) = entry.task.get() {
+                    task.abort();
+                }
                 true
             }
             None => false,

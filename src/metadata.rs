@@ -347,7 +347,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = <&'a RawValue>::deserialize(deserializer)?;
         let text = raw.get();
-        if depth(text) > MAX_DEPTH {
+        if deeper_than(text, MAX_DEPTH) {
             return Err(de::Error::custom(format!(
                 "nested deeper than {MAX_DEPTH} levels"
             )));
@@ -384,7 +384,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawMap<'a> {
             return Err(de::Error::invalid_type(unexpected, &"a JSON object"));
         }
         // The object itself is one level: its values may nest MAX_DEPTH deep, as a `RawObject`'s.
-        if depth(text) > MAX_DEPTH + 1 {
+        if deeper_than(text, MAX_DEPTH + 1) {
             return Err(de::Error::custom(format!(
                 "nested deeper than {MAX_DEPTH} levels"
             )));
@@ -452,6 +452,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
 
         deserializer.deserialize_str(KeyVisitor(std::marker::PhantomData))
     }
+}
+
+/// Whether arrays and objects in a JSON text nest deeper than `limit`. Nesting that deep takes more
+/// than `limit` opening brackets, and almost every value a store sends (a scalar, a flat object)
+/// has far fewer: counting them is one branch-free pass, and only a text with that many is walked.
+fn deeper_than(text: &str, limit: usize) -> bool {
+    let opening = text.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+    opening > limit && depth(text) > limit
 }
 
 /// The deepest nesting of arrays and objects in a JSON text (brackets inside strings not counted).
@@ -666,5 +674,16 @@ mod tests {
         assert!(serde_json::from_str::<Raw>(&ok).is_ok());
         assert_eq!(depth(r#"["[[[[", {"a": "\"{{"}]"#), 2);
         assert_eq!(depth("null"), 0);
+        // Many brackets, inside strings or side by side, are not depth: the count only decides
+        // whether to walk.
+        let flat = format!(
+            r#"{{"a": "{}", "b": [{}]}}"#,
+            "[".repeat(100),
+            "[],".repeat(99) + "[]"
+        );
+        assert_eq!(depth(&flat), 3);
+        assert!(!deeper_than(&flat, 3));
+        assert!(deeper_than(&flat, 2));
+        assert!(serde_json::from_str::<RawMap>(&flat).is_ok());
     }
 }

@@ -106,6 +106,25 @@ pub struct SearchAnswer {
     pub explain_dropped: Option<Vec<Dropped>>,
 }
 
+impl SearchAnswer {
+    /// The answer as JSON, written into one buffer sized for it up front: a 5 KB answer written
+    /// into a buffer that starts small (axum's `Json` starts at 128 bytes) is copied about six
+    /// times as it grows. The size is a guess from the hits' texts; escapes and `explain` may
+    /// grow it once more.
+    pub fn to_json(&self) -> Vec<u8> {
+        let size = 256
+            + (self.hits.iter())
+                .map(|hit| {
+                    192 + hit.store.len() + hit.id.len() + hit.content.len() + hit.metadata.len()
+                })
+                .sum::<usize>();
+        let mut out = Vec::with_capacity(size);
+        // Strings, numbers and JSON objects written by this crate: it always serializes.
+        serde_json::to_writer(&mut out, self).expect("an answer serializes");
+        out
+    }
+}
+
 /// Why a hit is where it is (`explain: true`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Explain {

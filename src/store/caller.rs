@@ -30,7 +30,12 @@ impl Caller {
     ) -> Result<Vec<Hit>, Failure> {
         match self {
             Caller::Http(remote) => remote.search(query, n, (chain, call), purse).await,
-            Caller::Mcp(store) => store.search(query, n, (chain, call.timeout), purse).await,
+            // Boxed: an MCP call's future is about 4.4 KB against an HTTP call's 1.2, and an
+            // unboxed one would make every store call of every search that large, moved as such
+            // into the fan. One allocation is nothing beside an MCP round trip.
+            Caller::Mcp(store) => {
+                Box::pin(store.search(query, n, (chain, call.timeout), purse)).await
+            }
         }
     }
 

@@ -222,17 +222,16 @@ impl Remote {
         body: &Bytes,
         chain: &Chain,
     ) -> Result<reqwest::Response, Failure> {
-        let headers = self.headers(chain)?;
         // The request is built whole, not through reqwest's builder, which moves itself (a few
-        // hundred bytes) once per header.
-        let send = || {
+        // hundred bytes) once per header; its headers are built for it, not cloned.
+        let send = |headers: HeaderMap| {
             let mut request = reqwest::Request::new(reqwest::Method::POST, url.clone());
-            *request.headers_mut() = headers.clone();
+            *request.headers_mut() = headers;
             *request.body_mut() = Some(body.clone().into());
             self.client.execute(request)
         };
-        let sent = match send().await {
-            Err(e) if closed_before_answer(&e) => send().await,
+        let sent = match send(self.headers(chain)?).await {
+            Err(e) if closed_before_answer(&e) => send(self.headers(chain)?).await,
             sent => sent,
         };
         sent.map_err(|e| {
