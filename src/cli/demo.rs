@@ -3,7 +3,9 @@
 use super::args::ServeArgs;
 use super::run::{Load, execute};
 use super::serve::{Options, until_stopped};
-use crate::config::{Config, Endpoint, EntryKind, OVERLAY_FILE_NAME, StoreEntry, StoreUrl};
+use crate::config::{
+    Config, Endpoint, EntryKind, OVERLAY_FILE_NAME, StoreEntry, StoreUrl, TokenSource,
+};
 use seren_scc_demo::{self as demo, SampleStore};
 use std::io;
 use std::process::ExitCode;
@@ -25,11 +27,7 @@ async fn serve_samples(
     let memory = demo::spawn_memory_store(stores_down.clone()).await?;
     let loci = demo::spawn_loci_store(stores_down.clone()).await?;
     use_sample_stores(&mut config, &[&memory, &loci])?;
-    let token_note = if config.server.token.is_some() {
-        " -H \"Authorization: Bearer $SEREN_SCC_BEARER_TOKEN\""
-    } else {
-        ""
-    };
+    let token_note = token_note(&config);
     let banner = format!(
         "\nseren-corpus-callosum demo\n\
          \x20 sample stores (a demo fixture, not part of the callosum; they live as long as this process):\n\
@@ -55,6 +53,24 @@ async fn serve_samples(
         ..Options::default()
     };
     until_stopped(config, options, launcher_gone).await
+}
+
+/// The `Authorization` header of the banner's `curl`, naming where the inbound token is: the
+/// variable that holds it, or the setting or keychain entry to copy it from. Empty without one.
+fn token_note(config: &Config) -> String {
+    if config.server.token.is_none() {
+        return String::new();
+    }
+    const INLINE_ENV: &str = "SEREN_SCC_BEARER_TOKEN";
+    let token = match &config.server.token_source {
+        TokenSource::Env(name) => format!("${name}"),
+        // Inline is the file's `server.bearer_token`, or the variable that overrides it.
+        TokenSource::Inline if config.env.var(INLINE_ENV).is_some() => format!("${INLINE_ENV}"),
+        TokenSource::Inline => "<server.bearer_token>".to_owned(),
+        TokenSource::Keychain(pointer) => format!("<the keychain entry '{pointer}'>"),
+        TokenSource::None => return String::new(),
+    };
+    format!(" -H \"Authorization: Bearer {token}\"")
 }
 
 /// Points `config` at the sample stores instead of its own (the demo never fans the configured
@@ -99,4 +115,40 @@ fn use_sample_stores(config: &mut Config, stores: &[&SampleStore]) -> io::Result
     // The demo's stores are its own: a shared PostgreSQL overlay is not touched either.
     config.overlay_url = None;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Env;
+    use crate::keychain::Pointer;
+    use std::path::Path;
+
+    fn config(yaml: &str, vars: &[(&str, &str)]) -> Config {
+        Config::parse(Path::new("/etc/scc/scc.yaml"), yaml, &Env::of(vars)).unwrap()
+    }
+
+    #[test]
+    fn the_banner_names_where_the_token_is() {
+        let header = |token: &str| format!(" -H \"Authorization: Bearer {token}\"");
+        assert_eq!(token_note(&config("", &[])), "");
+        let env = "server:\n  bearer_token_env: MY_TOKEN\n";
+        assert_eq!(
+            token_note(&config(env, &[("MY_TOKEN", "s3cret")])),
+            header("$MY_TOKEN")
+        );
+        assert_eq!(
+            token_note(&config("", &[("SEREN_SCC_BEARER_TOKEN", "s3cret")])),
+            header("$SEREN_SCC_BEARER_TOKEN")
+        );
+        // In the file: the banner never prints the token itself.
+        let inline = config("server:\n  bearer_token: s3cret\n", &[]);
+        assert_eq!(token_note(&inline), header("<server.bearer_token>"));
+        let mut keychain = inline;
+        keychain.server.token_source = TokenSource::Keychain(Pointer::parse("scc/in").unwrap());
+        assert_eq!(
+            token_note(&keychain),
+            header("<the keychain entry 'scc/in'>")
+        );
+    }
 }
