@@ -48,6 +48,19 @@ pub struct KnobsAnswer {
     pub note: String,
 }
 
+impl KnobsAnswer {
+    /// The answer as a view's caller reads it: its store rows are already its own, and the
+    /// server's files, environment and token are the operator's business, so they are not shown.
+    pub fn for_view(mut self, view: &str) -> Self {
+        const HIDDEN: &str = "(not shown to a view)";
+        self.sources.config_path = HIDDEN.into();
+        self.sources.overlay_path = HIDDEN.into();
+        self.sources.env_overrides.clear();
+        self.server.auth = format!("view {view}");
+        self
+    }
+}
+
 /// Where the config, the overlay and the environment overrides come from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct KnobSources {
@@ -67,7 +80,8 @@ pub struct KnobSources {
 pub struct ServerKnobs {
     pub host: String,
     pub port: u16,
-    /// Where the inbound token comes from: `open`, `inline`, `keychain <entry>` or `env $NAME`.
+    /// Where the inbound token comes from: `open`, `inline`, `keychain <entry>` or `env $NAME`;
+    /// to a view's caller, `view <name>`.
     pub auth: String,
     pub tls: TlsKnobs,
 }

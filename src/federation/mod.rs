@@ -340,12 +340,16 @@ impl Federation {
             .error
             .clone()
             .filter(|_| caller.view.is_none());
-        crate::knobs::answer(
+        let answer = crate::knobs::answer(
             &self.config(),
             &self.knobs(),
             &self.fan_for(caller).rows,
             error,
-        )
+        );
+        match &caller.view {
+            Some(view) => answer.for_view(&view.name),
+            None => answer,
+        }
     }
 
     /// The roster as `caller` sees it: the whole of it, or its view's part.

@@ -177,6 +177,17 @@ async fn a_view_sees_its_stores_and_nothing_of_the_others_on_every_rest_route() 
         assert_eq!(status, 200, "{path}: {text}");
         team.hides_diary(&text, path);
     }
+    // The server's files, environment and token source are not the view's to read.
+    let (_, text) = team.ask(research, get.clone(), "/knobs", None).await;
+    let knobs = body(&text);
+    assert_eq!(knobs["where"]["config_path"], "(not shown to a view)");
+    assert_eq!(knobs["where"]["overlay_path"], "(not shown to a view)");
+    assert_eq!(knobs["where"]["env_overrides"], json!([]));
+    assert_eq!(knobs["server"]["auth"], "view research");
+    let (_, text) = team
+        .ask(Some(SERVER_TOKEN), get.clone(), "/knobs", None)
+        .await;
+    assert_ne!(body(&text)["where"]["config_path"], "(not shown to a view)");
     let (_, text) = team.ask(research, get.clone(), "/stores", None).await;
     let stores = body(&text);
     assert_eq!(
