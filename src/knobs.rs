@@ -390,6 +390,33 @@ mod tests {
     }
 
     #[test]
+    fn a_view_reads_none_of_the_servers_own_settings() {
+        let config = Config::parse(
+            Path::new("/etc/scc/c.yaml"),
+            "server:\n  bearer_token: s3cret\n",
+            &crate::config::Env::none(),
+        )
+        .unwrap();
+        let knobs = Knobs::from_config(&config);
+        let rows = [row("papers", 1.0, 0.0)];
+        let whole = answer(&config, &knobs, &rows, Some("line 3: papers2 ...".into()));
+        assert_eq!(whole.sources.config_path, "/etc/scc/c.yaml");
+        assert_eq!(whole.server.auth, "inline");
+        assert!(whole.sources.config_error.is_some());
+        let seen = whole.clone().for_view("research");
+        assert_eq!(seen.sources.config_path, "(not shown to a view)");
+        assert_eq!(seen.sources.overlay_path, "(not shown to a view)");
+        assert_eq!(seen.sources.config_error, None);
+        assert!(seen.sources.env_overrides.is_empty());
+        assert_eq!(seen.server.auth, "view research");
+        // The knobs and the store rows are the same answer.
+        assert_eq!(
+            (&seen.federation, &seen.stores),
+            (&whole.federation, &whole.stores)
+        );
+    }
+
+    #[test]
     fn a_file_that_changes_no_knob_keeps_every_live_value() {
         let was = file(WAS);
         let live = configured(&was, serde_json::from_str(LIVE).unwrap(), &[]);

@@ -50,10 +50,12 @@ pub struct KnobsAnswer {
 
 impl KnobsAnswer {
     /// The answer as a view's caller reads it: its store rows are already its own, and the
-    /// server's files, environment and token are the operator's business, so they are not shown.
+    /// server's files, environment and token are the operator's business, so they are not shown;
+    /// nor why the config file could not be read again, which may name any store.
     pub fn for_view(mut self, view: &str) -> Self {
         const HIDDEN: &str = "(not shown to a view)";
         self.sources.config_path = HIDDEN.into();
+        self.sources.config_error = None;
         self.sources.overlay_path = HIDDEN.into();
         self.sources.env_overrides.clear();
         self.server.auth = format!("view {view}");

@@ -4,7 +4,8 @@ use super::args::ServeArgs;
 use super::run::{Load, execute};
 use super::serve::{Options, until_stopped};
 use crate::config::{
-    Config, Endpoint, EntryKind, OVERLAY_FILE_NAME, StoreEntry, StoreUrl, TokenSource,
+    BEARER_TOKEN_VAR, Config, Endpoint, EntryKind, OVERLAY_FILE_NAME, StoreEntry, StoreUrl,
+    TokenSource,
 };
 use seren_scc_demo::{self as demo, SampleStore};
 use std::io;
@@ -61,11 +62,12 @@ fn token_note(config: &Config) -> String {
     if config.server.token.is_none() {
         return String::new();
     }
-    const INLINE_ENV: &str = "SEREN_SCC_BEARER_TOKEN";
     let token = match &config.server.token_source {
         TokenSource::Env(name) => format!("${name}"),
         // Inline is the file's `server.bearer_token`, or the variable that overrides it.
-        TokenSource::Inline if config.env.var(INLINE_ENV).is_some() => format!("${INLINE_ENV}"),
+        TokenSource::Inline if config.env.var(BEARER_TOKEN_VAR).is_some() => {
+            format!("${BEARER_TOKEN_VAR}")
+        }
         TokenSource::Inline => "<server.bearer_token>".to_owned(),
         TokenSource::Keychain(pointer) => format!("<the keychain entry '{pointer}'>"),
         TokenSource::None => return String::new(),

@@ -63,7 +63,7 @@ pub use location::{
 };
 pub use oauth::{OAuth, PROTECTED_RESOURCE_PATH};
 pub use secret::{Missing, Pointers};
-pub use server::{Server, Tls, TokenSource};
+pub use server::{BEARER_TOKEN_VAR, Server, Tls, TokenSource};
 pub use store::{
     Endpoint, Invalid, Program, RawStoreEntry, StoreEntry, StoreUrl, check_name, weight_and_floor,
 };

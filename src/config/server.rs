@@ -70,6 +70,10 @@ pub struct Server {
     pub audit_log: Option<std::path::PathBuf>,
 }
 
+/// The variable that sets the inbound token itself, as `server.bearer_token` does (its source is
+/// then [`TokenSource::Inline`]).
+pub const BEARER_TOKEN_VAR: &str = "SEREN_SCC_BEARER_TOKEN";
+
 /// Where the inbound token comes from, as `check` and `GET /knobs` may say it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenSource {
@@ -239,7 +243,7 @@ pub(super) fn apply_env(
             })?;
     }
     for (name, target) in [
-        ("SEREN_SCC_BEARER_TOKEN", &mut asked.inline),
+        (BEARER_TOKEN_VAR, &mut asked.inline),
         ("SEREN_SCC_BEARER_TOKEN_KEYRING", &mut asked.keychain),
         ("SEREN_SCC_BEARER_TOKEN_ENV", &mut asked.env),
         ("SEREN_SCC_KEYRING", &mut asked.backend),

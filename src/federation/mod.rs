@@ -333,13 +333,12 @@ impl Federation {
         })
     }
 
-    /// `GET /knobs` [5.3], with the store rows `caller` sees (and, for a view, no word of why
-    /// the config file could not be read again: it may name any store).
+    /// `GET /knobs` [5.3], with the store rows `caller` sees, and for a view none of the server's
+    /// own settings ([`crate::api::KnobsAnswer::for_view`]).
     pub fn knobs_answer(&self, caller: &Caller) -> crate::api::KnobsAnswer {
         let error = (self.reloads.read().unwrap_or_else(PoisonError::into_inner))
             .error
-            .clone()
-            .filter(|_| caller.view.is_none());
+            .clone();
         let answer = crate::knobs::answer(
             &self.config(),
             &self.knobs(),
