@@ -156,19 +156,46 @@ impl Keep {
         }
     }
 
-    /// The hits of a store's answer, best first, until `hits` have passed the floor (those
-    /// below it are kept too, for the floor to drop as it always does). `hits` is lazy: what
-    /// comes after is never built.
-    pub fn take(self, hits: impl IntoIterator<Item = Hit>) -> Vec<Hit> {
-        let mut hits = hits.into_iter();
-        let mut kept = Vec::new();
-        let mut passed = 0;
-        while passed < self.hits {
-            let Some(hit) = hits.next() else { break };
-            passed += usize::from(passes_floor(&hit, self.floor));
-            kept.push(hit);
+    /// A store's answer to be kept, its hits offered best first, for `asked` hits: the room for
+    /// them is set aside once (at most [`Kept::ROOM`], so an answer that brings fewer costs
+    /// little).
+    pub fn kept(self, asked: usize) -> Kept {
+        Kept {
+            keep: self,
+            passed: 0,
+            hits: Vec::with_capacity(self.limit(asked).min(Kept::ROOM)),
         }
-        kept
+    }
+}
+
+/// A store's answer as [`Keep`] keeps it: hits pushed best first while [`Kept::wants`] says so,
+/// until `hits` have passed the floor (those below it are kept too, for the floor to drop as it
+/// always does). A protocol builds a hit only when it is wanted: what comes after is never built.
+#[derive(Debug)]
+pub struct Kept {
+    keep: Keep,
+    passed: usize,
+    hits: Vec<Hit>,
+}
+
+impl Kept {
+    /// The most hits room is set aside for before any is read.
+    const ROOM: usize = 32;
+
+    /// Whether the next hit would be kept.
+    pub fn wants(&self) -> bool {
+        self.passed < self.keep.hits
+    }
+
+    /// Keeps `hit`, the next of the answer (asked only while [`Kept::wants`]).
+    pub fn push(&mut self, hit: Hit) {
+        self.passed += usize::from(passes_floor(&hit, self.keep.floor));
+        self.hits.push(hit);
+    }
+
+    /// The hits kept, best first.
+    pub fn into_hits(self) -> Vec<Hit> {
+        self.hits
     }
 }
 
@@ -593,6 +620,18 @@ mod tests {
     use crate::identity::KeyPath;
     use proptest::prelude::*;
 
+    /// `hits` kept as a protocol keeps an answer's: the next hit is built only while one is
+    /// wanted.
+    fn take(keep: Keep, hits: impl IntoIterator<Item = Hit>) -> Vec<Hit> {
+        let mut kept = keep.kept(5);
+        let mut hits = hits.into_iter();
+        while kept.wants() {
+            let Some(hit) = hits.next() else { break };
+            kept.push(hit);
+        }
+        kept.into_hits()
+    }
+
     fn hit(id: &str, relevance: f64) -> Hit {
         Hit {
             id: id.to_owned(),
@@ -1002,23 +1041,23 @@ mod tests {
             hit("h", *rel)
         });
         // Two past a floor of 0.5: 0.9 and 0.8, with 0.1 (below it) kept for the floor to drop.
-        let kept = Keep {
+        let keep = Keep {
             hits: 2,
             floor: 0.5,
-        }
-        .take(hits);
-        let relevance: Vec<f64> = kept.iter().map(|h| h.base_relevance).collect();
+        };
+        let relevance: Vec<f64> = take(keep, hits).iter().map(|h| h.base_relevance).collect();
         assert_eq!(relevance, [0.9, 0.1, 0.8]);
         assert_eq!(built.get(), 3, "the fourth hit is never built");
-        assert!(
-            Keep {
-                hits: 0,
-                floor: 0.0
-            }
-            .take([hit("h", 1.0)])
-            .is_empty()
+        let none = Keep {
+            hits: 0,
+            floor: 0.0,
+        };
+        assert!(!none.kept(5).wants());
+        assert!(take(none, [hit("h", 1.0)]).is_empty());
+        assert_eq!(
+            take(Keep::ALL, vec![hit("a", 0.0), hit("b", -1.0)]).len(),
+            2
         );
-        assert_eq!(Keep::ALL.take(vec![hit("a", 0.0), hit("b", -1.0)]).len(), 2);
     }
 
     fn arb_lists() -> impl Strategy<Value = Vec<RankedList>> {
@@ -1072,7 +1111,7 @@ mod tests {
             let kept: Vec<RankedList> = lists
                 .iter()
                 .map(|list| RankedList {
-                    hits: Keep { hits: n, floor: list.floor }.take(list.hits.clone()),
+                    hits: take(Keep { hits: n, floor: list.floor }, list.hits.clone()),
                     ..list.clone()
                 })
                 .collect();

@@ -4,7 +4,7 @@
 //! inner store, rank and score move into `metadata` as `origin_*`, so a hit fanned twice still says
 //! where it came from.
 
-use super::decode::decode_hits;
+use super::decode::decode_kept;
 use super::protocol::{Context, Options, Protocol, Reach, StoreType, json_body};
 use crate::config::StoreKind;
 use crate::fusion::{Hit, Keep};
@@ -67,8 +67,7 @@ impl Protocol for Callosum {
     }
 
     fn decode_kept(&self, body: &[u8], limit: usize, keep: Keep) -> Result<Vec<Hit>, String> {
-        let hits: Vec<InnerHit> = decode_hits(body, keep.limit(limit))?;
-        Ok(keep.take(hits.into_iter().map(|hit| {
+        decode_kept(body, limit, keep, |hit: InnerHit| {
             // The inner hit's provenance wins over metadata keys of the same name.
             let origin = [
                 ("origin_store", Fragment::from(hit.store.as_deref())),
@@ -90,7 +89,7 @@ impl Protocol for Callosum {
                 metadata: Metadata::layered(&[], hit.metadata, &origin),
                 satellites: None,
             }
-        })))
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 //! each fact as one line a model can read, `key = value because why`, and keep Loci's score as the
 //! relevance the floor uses.
 
-use super::decode::{decode_hits, id_text, relevance_from_distance};
+use super::decode::{decode_kept, id_text, relevance_from_distance};
 use super::protocol::{Context, Options, Protocol, Reach, StoreType, json_body};
 use crate::config::StoreKind;
 use crate::fusion::{Hit, Keep};
@@ -88,8 +88,7 @@ impl Protocol for Loci {
     }
 
     fn decode_kept(&self, body: &[u8], limit: usize, keep: Keep) -> Result<Vec<Hit>, String> {
-        let hits: Vec<Fact> = decode_hits(body, keep.limit(limit))?;
-        Ok(keep.take(hits.into_iter().map(|fact| {
+        decode_kept(body, limit, keep, |fact: Fact| {
             let content = render(fact.key.as_deref(), fact.value, fact.why.as_deref());
             let base_relevance = fact
                 .score
@@ -110,7 +109,7 @@ impl Protocol for Loci {
                 metadata: Metadata::from_entries(&mut entries),
                 satellites: None,
             }
-        })))
+        })
     }
 }
 

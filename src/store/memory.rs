@@ -4,7 +4,7 @@
 //! order, read `raw_distance` as the relevance the floor uses, and keep the store's score as
 //! provenance only.
 
-use super::decode::{decode_hits, id_text, relevance_from_distance};
+use super::decode::{decode_kept, id_text, relevance_from_distance};
 use super::protocol::{Context, Options, Protocol, Reach, StoreType, json_body, topic_search_path};
 use crate::config::StoreKind;
 use crate::fusion::{Episode, Hit, Keep, Satellites};
@@ -118,8 +118,7 @@ impl Protocol for Memory {
     }
 
     fn decode_kept(&self, body: &[u8], limit: usize, keep: Keep) -> Result<Vec<Hit>, String> {
-        let hits: Vec<MemoryHit> = decode_hits(body, keep.limit(limit))?;
-        Ok(keep.take(hits.into_iter().map(|hit| {
+        decode_kept(body, limit, keep, |hit: MemoryHit| {
             let distance = hit
                 .raw_distance
                 .as_ref()
@@ -150,7 +149,7 @@ impl Protocol for Memory {
                 ),
                 satellites,
             }
-        })))
+        })
     }
 
     fn topic_request(&self, topics: &[String], n: usize, exclude: &[String]) -> Option<Vec<u8>> {
@@ -166,36 +165,32 @@ impl Protocol for Memory {
     }
 
     fn decode_topic(&self, body: &[u8], limit: usize) -> Result<Vec<Hit>, String> {
-        let hits: Vec<TopicHit> = decode_hits(body, limit)?;
-        Ok(hits
-            .into_iter()
-            .map(|hit| {
-                let after = [
-                    (
-                        "matched_topics",
-                        hit.matched_topics
-                            .filter(|v| !v.is_null())
-                            .map_or(Fragment::Raw("[]"), |v| Fragment::Raw(v.text())),
-                    ),
-                    ("overlap", hit.overlap.map_or(Fragment::Null, Fragment::F64)),
-                    // Overwrites any `source` of the store's own [5.3].
-                    (EdgeKind::KEY, Fragment::Str(EdgeKind::Topic.wire())),
-                ];
-                Hit {
-                    id: id_text(hit.id),
-                    content: hit.content.map(Cow::into_owned).unwrap_or_default(),
-                    base_relevance: 0.0,
-                    raw_distance: None,
-                    native_score: hit.overlap,
-                    metadata: Metadata::layered(
-                        &tier_and_topic(hit.tier, hit.topic),
-                        hit.metadata,
-                        &after,
-                    ),
-                    satellites: None,
-                }
-            })
-            .collect())
+        decode_kept(body, limit, Keep::ALL, |hit: TopicHit| {
+            let after = [
+                (
+                    "matched_topics",
+                    hit.matched_topics
+                        .filter(|v| !v.is_null())
+                        .map_or(Fragment::Raw("[]"), |v| Fragment::Raw(v.text())),
+                ),
+                ("overlap", hit.overlap.map_or(Fragment::Null, Fragment::F64)),
+                // Overwrites any `source` of the store's own [5.3].
+                (EdgeKind::KEY, Fragment::Str(EdgeKind::Topic.wire())),
+            ];
+            Hit {
+                id: id_text(hit.id),
+                content: hit.content.map(Cow::into_owned).unwrap_or_default(),
+                base_relevance: 0.0,
+                raw_distance: None,
+                native_score: hit.overlap,
+                metadata: Metadata::layered(
+                    &tier_and_topic(hit.tier, hit.topic),
+                    hit.metadata,
+                    &after,
+                ),
+                satellites: None,
+            }
+        })
     }
 }
 

@@ -31,7 +31,7 @@ pub use crate::fusion::{Hit, Keep};
 pub use bind::Bound;
 pub(crate) use bind::bind;
 pub use caller::Caller;
-pub use decode::decode_hits;
+pub use decode::decode_kept;
 pub use protocol::{
     Builder, Call, Context, Options, Protocol, Reach, StoreType, search_path, topic_search_path,
 };
