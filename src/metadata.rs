@@ -46,29 +46,27 @@ impl Metadata {
         }
         // Stable: equal keys keep their order, so the last of each run is the one given last.
         entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut text = Vec::with_capacity(
+        let mut text = String::with_capacity(
             2 + entries
                 .iter()
                 .map(|(key, value)| key.len() + value.len_hint() + 4)
                 .sum::<usize>(),
         );
-        text.push(b'{');
+        text.push('{');
         let mut first = true;
         for (index, (key, value)) in entries.iter().enumerate() {
             if entries.get(index + 1).is_some_and(|next| next.0 == *key) {
                 continue;
             }
             if !first {
-                text.push(b',');
+                text.push(',');
             }
             first = false;
-            write_json(&mut text, &**key);
-            text.push(b':');
+            push_json_str(&mut text, key);
+            text.push(':');
             value.write(&mut text);
         }
-        text.push(b'}');
-        // Every piece is UTF-8: serde_json's output, or text borrowed from a &str.
-        let text = String::from_utf8(text).expect("metadata text is UTF-8");
+        text.push('}');
         Self(Some(Text::Sorted(text.into_boxed_str())))
     }
 
@@ -89,26 +87,26 @@ impl Metadata {
                 .map(|(key, value)| key.len() + value.len_hint() + 4)
                 .sum::<usize>()
         };
-        let mut text = Vec::with_capacity(2 + hint(before) + inner.len() + 1 + hint(after));
-        text.push(b'{');
+        let mut text = String::with_capacity(2 + hint(before) + inner.len() + 1 + hint(after));
+        text.push('{');
         // Every entry is followed by a comma.
-        let entries = |text: &mut Vec<u8>, entries: &[(&str, Fragment<'_>)]| {
+        let entries = |text: &mut String, entries: &[(&str, Fragment<'_>)]| {
             for (key, value) in entries {
-                write_json(text, key);
-                text.push(b':');
+                push_json_str(text, key);
+                text.push(':');
                 value.write(text);
-                text.push(b',');
+                text.push(',');
             }
         };
         entries(&mut text, before);
         if !inner.is_empty() {
-            text.extend_from_slice(inner.as_bytes());
-            text.push(b',');
+            text.push_str(inner);
+            text.push(',');
         }
         entries(&mut text, after);
         // The last entry's comma closes the object instead.
-        *text.last_mut().expect("at least one entry") = b'}';
-        let text = String::from_utf8(text).expect("metadata text is UTF-8");
+        text.pop();
+        text.push('}');
         Self(Some(Text::Layered(text.into_boxed_str())))
     }
 
@@ -298,14 +296,19 @@ impl Fragment<'_> {
         }
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
+    /// Writes the value's JSON text, the bytes serde_json would write.
+    fn write(&self, out: &mut String) {
         match *self {
-            Fragment::Raw(text) => out.extend_from_slice(text.as_bytes()),
-            Fragment::Str(text) => write_json(out, text),
-            Fragment::U64(number) => write_json(out, &number),
-            // serde_json writes a number that is not finite as null.
-            Fragment::F64(number) => write_json(out, &number),
-            Fragment::Null => out.extend_from_slice(b"null"),
+            Fragment::Raw(text) => out.push_str(text),
+            Fragment::Str(text) => push_json_str(out, text),
+            Fragment::U64(number) => push_display(out, number),
+            // serde_json writes a number that is not finite as null, and a finite one as its
+            // `Number` displays it.
+            Fragment::F64(number) => match serde_json::Number::from_f64(number) {
+                Some(number) => push_display(out, number),
+                None => out.push_str("null"),
+            },
+            Fragment::Null => out.push_str("null"),
         }
     }
 }
@@ -322,9 +325,42 @@ impl<'a> From<Option<&'a str>> for Fragment<'a> {
     }
 }
 
-fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-    // Writing a str or a number into a Vec cannot fail.
-    serde_json::to_writer(out, value).expect("a str or a number serializes");
+fn push_display(out: &mut String, value: impl fmt::Display) {
+    use fmt::Write;
+    write!(out, "{value}").expect("writing into a String cannot fail");
+}
+
+/// Writes `text` as a JSON string, escaped byte for byte as serde_json escapes it: a quote, a
+/// backslash and the control characters, the ones with a short form by it (`\n`), the rest as
+/// `\u00xx`. Most text needs none, and is copied in one piece.
+fn push_json_str(out: &mut String, text: &str) {
+    out.push('"');
+    let mut rest = text;
+    while let Some(at) = rest
+        .bytes()
+        .position(|b| b < 0x20 || b == b'"' || b == b'\\')
+    {
+        // `at` is an ASCII byte, so both sides of it are whole characters.
+        out.push_str(&rest[..at]);
+        match rest.as_bytes()[at] {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x08 => out.push_str("\\b"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            0x0c => out.push_str("\\f"),
+            b'\r' => out.push_str("\\r"),
+            control => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(control >> 4)]));
+                out.push(char::from(HEX[usize::from(control & 0xf)]));
+            }
+        }
+        rest = &rest[at + 1..];
+    }
+    out.push_str(rest);
+    out.push('"');
 }
 
 /// Any JSON value, borrowed from a store's answer as its text, nested at most [`MAX_DEPTH`] deep.
@@ -496,7 +532,57 @@ fn depth(text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    proptest! {
+        #[test]
+        fn a_value_is_written_as_serde_json_writes_it(
+            text in "(\\PC|[\\x00-\\x1f\"\\\\\\x7f\u{2028}])*",
+            number: u64,
+            float: f64,
+        ) {
+            let written = |fragment: Fragment<'_>| {
+                let mut out = String::new();
+                fragment.write(&mut out);
+                out
+            };
+            prop_assert_eq!(written(Fragment::Str(&text)), serde_json::to_string(&text).unwrap());
+            prop_assert_eq!(written(Fragment::U64(number)), serde_json::to_string(&number).unwrap());
+            prop_assert_eq!(written(Fragment::F64(float)), serde_json::to_string(&float).unwrap());
+        }
+    }
+
+    #[test]
+    fn numbers_and_escapes_are_written_as_serde_json_writes_them() {
+        let written = |fragment: Fragment<'_>| {
+            let mut out = String::new();
+            fragment.write(&mut out);
+            out
+        };
+        for float in [
+            0.0,
+            -0.0,
+            1.0,
+            0.1,
+            1e21,
+            1e-7,
+            f64::MAX,
+            f64::NAN,
+            f64::INFINITY,
+        ] {
+            assert_eq!(
+                written(Fragment::F64(float)),
+                serde_json::to_string(&float).unwrap(),
+                "{float}"
+            );
+        }
+        assert_eq!(written(Fragment::F64(f64::NEG_INFINITY)), "null");
+        assert_eq!(
+            written(Fragment::Str("a\"b\\c\u{8}\t\n\u{c}\r\u{1}\u{1f}\u{7f}é")),
+            "\"a\\\"b\\\\c\\b\\t\\n\\f\\r\\u0001\\u001f\u{7f}é\""
+        );
+    }
 
     #[test]
     fn entries_are_sorted_and_the_later_duplicate_wins() {
