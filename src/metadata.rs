@@ -15,6 +15,7 @@
 
 use schemars::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, Unexpected, Visitor};
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -44,8 +45,6 @@ impl Metadata {
         if entries.is_empty() {
             return Self(None);
         }
-        // Stable: equal keys keep their order, so the last of each run is the one given last.
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
         let mut text = String::with_capacity(
             2 + entries
                 .iter()
@@ -53,19 +52,14 @@ impl Metadata {
                 .sum::<usize>(),
         );
         text.push('{');
-        let mut first = true;
-        for (index, (key, value)) in entries.iter().enumerate() {
-            if entries.get(index + 1).is_some_and(|next| next.0 == *key) {
-                continue;
-            }
-            if !first {
-                text.push(',');
-            }
-            first = false;
+        for (key, value) in last_of_each(entries) {
             push_json_str(&mut text, key);
             text.push(':');
             value.write(&mut text);
+            text.push(',');
         }
+        // The last entry's comma closes the object instead.
+        text.pop();
         text.push('}');
         Self(Some(Text::Sorted(text.into_boxed_str())))
     }
@@ -241,14 +235,36 @@ impl fmt::Debug for Metadata {
 
 impl Serialize for Metadata {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        if self.0.is_none() {
-            return Map::new().serialize(serializer);
+        match &self.0 {
+            None => Map::new().serialize(serializer),
+            // Borrowed as a RawValue (checked, not copied), the text is written as it is.
+            Some(Text::Sorted(text)) => serde_json::from_str::<&RawValue>(text)
+                .map_err(serde::ser::Error::custom)?
+                .serialize(serializer),
+            // Read once into its entries, each value borrowed as a RawValue and written as it is,
+            // in key order: the same bytes as the sorted text, which is never written.
+            Some(Text::Layered(text)) => {
+                let Entries::<&RawValue>(mut entries) =
+                    serde_json::from_str(text).map_err(serde::ser::Error::custom)?;
+                let entries = last_of_each(&mut entries);
+                let mut map = serializer.serialize_map(Some(entries.clone().count()))?;
+                for (key, value) in entries {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
         }
-        // Borrowed as a RawValue (checked, not copied), the text is written as it is.
-        serde_json::from_str::<&RawValue>(&self.as_json())
-            .map_err(serde::ser::Error::custom)?
-            .serialize(serializer)
     }
+}
+
+/// `entries` sorted by key, and of a key given twice the later entry only (a map's reading).
+fn last_of_each<K: Ord, V>(entries: &mut [(K, V)]) -> impl Iterator<Item = &(K, V)> + Clone {
+    // Stable: equal keys keep their order, so the last of each run is the one given last.
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let entries = &*entries;
+    (entries.iter().enumerate())
+        .filter(|(index, (key, _))| entries.get(index + 1).is_none_or(|next| next.0 != *key))
+        .map(|(_, entry)| entry)
 }
 
 impl<'de> Deserialize<'de> for Metadata {
@@ -336,10 +352,7 @@ fn push_display(out: &mut String, value: impl fmt::Display) {
 fn push_json_str(out: &mut String, text: &str) {
     out.push('"');
     let mut rest = text;
-    while let Some(at) = rest
-        .bytes()
-        .position(|b| b < 0x20 || b == b'"' || b == b'\\')
-    {
+    while let Some(at) = escape_at(rest.as_bytes()) {
         // `at` is an ASCII byte, so both sides of it are whole characters.
         out.push_str(&rest[..at]);
         match rest.as_bytes()[at] {
@@ -361,6 +374,30 @@ fn push_json_str(out: &mut String, text: &str) {
     }
     out.push_str(rest);
     out.push('"');
+}
+
+/// Where the first byte a JSON string must escape is: a control character, a quote or a
+/// backslash. Eight bytes at a time past the ones that need none (most text), then byte by byte.
+fn escape_at(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // True exactly when a byte of `word` is below `n` (n <= 128): for `n` = 1, a zero byte.
+    let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGH != 0;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        if below(word, 0x20)
+            || below(word ^ (ONES * u64::from(b'"')), 1)
+            || below(word ^ (ONES * u64::from(b'\\')), 1)
+        {
+            break;
+        }
+        at += 8;
+    }
+    let tail = bytes[at..]
+        .iter()
+        .position(|&b| b < 0x20 || b == b'"' || b == b'\\');
+    tail.map(|index| at + index)
 }
 
 /// Any JSON value, borrowed from a store's answer as its text, nested at most [`MAX_DEPTH`] deep.
@@ -437,10 +474,28 @@ pub struct RawObject<'a>(pub Vec<(Cow<'a, str>, Fragment<'a>)>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for RawObject<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ObjectVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        Entries::deserialize(deserializer).map(|Entries(entries)| RawObject(entries))
+    }
+}
 
-        impl<'de: 'a, 'a> Visitor<'de> for ObjectVisitor<'a> {
-            type Value = RawObject<'a>;
+/// A value read as its JSON text, nested at most [`MAX_DEPTH`] deep ([`Raw`]).
+impl<'de: 'a, 'a> Deserialize<'de> for Fragment<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Raw::deserialize(deserializer).map(|raw| Fragment::Raw(raw.text()))
+    }
+}
+
+/// A JSON object's entries in order, its keys borrowed (unescaped into an owned string when they
+/// hold escapes) and its values read as `V`. Anything but an object is refused with serde's own
+/// message.
+struct Entries<'a, V>(Vec<(Cow<'a, str>, V)>);
+
+impl<'de: 'a, 'a, V: Deserialize<'de>> Deserialize<'de> for Entries<'a, V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct EntriesVisitor<'a, V>(std::marker::PhantomData<(&'a (), V)>);
+
+        impl<'de: 'a, 'a, V: Deserialize<'de>> Visitor<'de> for EntriesVisitor<'a, V> {
+            type Value = Entries<'a, V>;
 
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a JSON object")
@@ -449,13 +504,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawObject<'a> {
             fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
                 let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8));
                 while let Some(key) = map.next_key::<Key<'a>>()? {
-                    entries.push((key.0, Fragment::Raw(map.next_value::<Raw<'a>>()?.text())));
+                    entries.push((key.0, map.next_value::<V>()?));
                 }
-                Ok(RawObject(entries))
+                Ok(Entries(entries))
             }
         }
 
-        deserializer.deserialize_map(ObjectVisitor(std::marker::PhantomData))
+        deserializer.deserialize_map(EntriesVisitor(std::marker::PhantomData))
     }
 }
 
@@ -550,6 +605,24 @@ mod tests {
             prop_assert_eq!(written(Fragment::Str(&text)), serde_json::to_string(&text).unwrap());
             prop_assert_eq!(written(Fragment::U64(number)), serde_json::to_string(&number).unwrap());
             prop_assert_eq!(written(Fragment::F64(float)), serde_json::to_string(&float).unwrap());
+        }
+    }
+
+    #[test]
+    fn the_first_byte_to_escape_is_found_wherever_it_stands() {
+        for len in 0..20 {
+            for at in 0..len {
+                for byte in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                    // Non-ASCII before it (bytes of 0x80 and above) must not hide it.
+                    let mut text = "é".repeat(len).into_bytes();
+                    text.truncate(len);
+                    text.resize(len, b'a');
+                    text[at] = byte;
+                    text[at + 1..].fill(b'"');
+                    assert_eq!(escape_at(&text), Some(at), "{len} {at} {byte}");
+                }
+            }
+            assert_eq!(escape_at("é~ {}".repeat(len).as_bytes()), None, "{len}");
         }
     }
 
@@ -691,9 +764,14 @@ mod tests {
             assert_eq!(layered.as_json(), sorted.as_json(), "{object}");
             assert_eq!(layered, sorted, "{object}");
             assert_eq!(layered.to_map(), sorted.to_map(), "{object}");
+            // Written without its sorted text: the same bytes, and the same value for MCP.
             assert_eq!(
                 serde_json::to_string(&layered).unwrap(),
                 serde_json::to_string(&sorted).unwrap()
+            );
+            assert_eq!(
+                serde_json::to_value(&layered).unwrap(),
+                serde_json::to_value(&sorted).unwrap()
             );
         }
         let layered = Metadata::layered(
