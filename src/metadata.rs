@@ -187,14 +187,10 @@ impl Metadata {
         match &self.0 {
             None => Cow::Borrowed("{}"),
             Some(Text::Sorted(text)) => Cow::Borrowed(text),
-            Some(Text::Layered(text)) => {
-                // Written by `layered` from checked parts: always an object of such entries.
-                let RawObject(mut entries) =
-                    serde_json::from_str(text).expect("layered metadata is a JSON object");
-                let Some(Text::Sorted(sorted)) = Metadata::from_entries(&mut entries).0 else {
-                    unreachable!("a layered text has at least one entry")
-                };
-                Cow::Owned(sorted.into_string())
+            // Written by `layered` from checked parts: always an object of such entries, which
+            // serializing sorts (see `Serialize`).
+            Some(Text::Layered(_)) => {
+                Cow::Owned(serde_json::to_string(self).expect("layered metadata is a JSON object"))
             }
         }
     }

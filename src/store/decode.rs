@@ -45,18 +45,8 @@ fn read_hits<'de, T: Deserialize<'de>>(
     // member read over), and is read as bytes, as before. Path tracking only when there is an
     // error to word, as in `decode_json`.
     let read = match std::str::from_utf8(body) {
-        Ok(text) => {
-            let mut plain = serde_json::Deserializer::from_str(text);
-            Hits::new(limit, each)
-                .deserialize(&mut plain)
-                .and_then(|()| plain.end())
-        }
-        Err(_) => {
-            let mut plain = serde_json::Deserializer::from_slice(body);
-            Hits::new(limit, each)
-                .deserialize(&mut plain)
-                .and_then(|()| plain.end())
-        }
+        Ok(text) => read_whole(serde_json::Deserializer::from_str(text), limit, each),
+        Err(_) => read_whole(serde_json::Deserializer::from_slice(body), limit, each),
     };
     if read.is_ok() {
         return Ok(());
@@ -71,6 +61,16 @@ fn read_hits<'de, T: Deserialize<'de>>(
         Err(error) => crate::api::value_free(&track.path(), &error.to_string()),
         Ok(()) => "trailing characters after the JSON value".to_owned(),
     })
+}
+
+/// The answer read to its end, its hits handed to `each`, nothing tracked.
+fn read_whole<'de, R: serde_json::de::Read<'de>, T: Deserialize<'de>>(
+    mut plain: serde_json::Deserializer<R>,
+    limit: usize,
+    each: &mut impl FnMut(T),
+) -> serde_json::Result<()> {
+    Hits::new(limit, each).deserialize(&mut plain)?;
+    plain.end()
 }
 
 /// The answer object, read for its `hits` member only.
