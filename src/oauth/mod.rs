@@ -350,7 +350,8 @@ impl Inner {
 
     /// One bounded GET: [`FETCH_TIMEOUT`], [`MAX_DOCUMENT_BYTES`], a 2xx status.
     async fn get(&self, url: &Url) -> Result<Vec<u8>, String> {
-        let fail = |e: reqwest::Error| format!("{url}: {}", crate::store::remote::describe(&e));
+        let fail =
+            |e: reqwest::Error| format!("{url}: {}", crate::store::transport::describe_reqwest(&e));
         let mut response = self
             .client
             .get(url.clone())

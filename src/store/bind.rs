@@ -11,6 +11,7 @@ use super::protocol::{search_path, topic_search_path};
 use super::registry::{build, speaks_topics};
 use super::remote::Failure;
 use super::remote::Remote;
+use super::transport::Target;
 use crate::chain::Chain;
 use crate::config::{Config, Endpoint, StoreEntry, StoreKind};
 use crate::fusion::Hit;
@@ -145,9 +146,11 @@ pub(crate) fn bind(
         (Endpoint::Url(url), _) => {
             let protocol = build(kind, &entry.options)?;
             let path = search_path(&entry.options)?;
-            let remote = Remote::new(url.join(&path), token, protocol, clients.http(ca_file)?);
+            let target = Target::new(url.join(&path));
+            let transport = clients.transport(ca_file, &target)?;
+            let remote = Remote::new(target, token, protocol, transport);
             Caller::Http(if speaks_topics(kind) {
-                remote.with_topics(url.join(&topic_search_path(&entry.options)?))
+                remote.with_topics(Target::new(url.join(&topic_search_path(&entry.options)?)))
             } else {
                 remote
             })

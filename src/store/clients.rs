@@ -13,6 +13,7 @@
 //! It does not call stores (`remote` and `mcp::client` do) or decide which store gets which
 //! client (`roster` binds).
 
+use super::transport::{self, Direct, POOL_IDLE, Proxies, Target, Transport};
 use crate::ledger::Ledger;
 use crate::limits::MAX_CA_FILE_BYTES;
 use rustls::RootCertStore;
@@ -21,7 +22,6 @@ use rustls::pki_types::pem::PemObject;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The client MCP servers over HTTP are called with: the stores' own (rmcp's protocol runs over
 /// it in `store::mcp::http`, which counts what arrives in the ledger).
@@ -41,7 +41,12 @@ pub enum BuildError {
 pub struct Clients {
     /// The webpki roots, and the OS store's when `tls.trust_system_store` is on.
     roots: Arc<RootCertStore>,
+    /// The HTTP protocols' calls, straight over hyper's pool.
+    direct: Direct,
+    /// reqwest, for a store a proxy covers and for MCP servers over HTTP.
     http: reqwest::Client,
+    /// The environment's proxy rules, read once.
+    proxies: Arc<Proxies>,
     /// The process's bound on the bytes of store answers held, whatever the protocol.
     answers: Arc<Ledger>,
 }
@@ -65,15 +70,38 @@ impl Clients {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let roots = Arc::new(roots(trust_system_store));
         Ok(Self {
+            direct: transport::direct(tls_config(&roots, &[])?),
             http: http_client(&roots)?,
+            proxies: Arc::new(Proxies::from_env()),
             answers: Arc::new(Ledger::default()),
             roots,
         })
     }
 
-    /// The client for a store of an HTTP protocol: the shared one (a clone shares its pool),
-    /// or, with `tls_ca_file`, one of its own that trusts that file's certificates too.
-    pub fn http(&self, ca_file: Option<&Path>) -> Result<reqwest::Client, String> {
+    /// How a store of an HTTP protocol at `target` is called: straight, over the shared pool (a
+    /// clone shares it) or, with `tls_ca_file`, a pool of its own that trusts that file's
+    /// certificates too; through reqwest, built the same way, when a proxy covers it.
+    pub fn transport(&self, ca_file: Option<&Path>, target: &Target) -> Result<Transport, String> {
+        let roots = ca_file.map(|path| self.with_ca_file(path)).transpose()?;
+        let built = |_| "the store's HTTP client could not be built".to_owned();
+        let direct = match &roots {
+            None => self.direct.clone(),
+            Some(roots) => transport::direct(tls_config(roots, &[]).map_err(built)?),
+        };
+        Transport::choose(
+            target,
+            &self.proxies,
+            || direct,
+            || match &roots {
+                None => Ok(self.http.clone()),
+                Some(roots) => http_client(roots).map_err(built),
+            },
+        )
+    }
+
+    /// The client for an `mcp` store over HTTP: the shared one (a clone shares its pool), or,
+    /// with `tls_ca_file`, one of its own that trusts that file's certificates too.
+    pub fn mcp(&self, ca_file: Option<&Path>) -> Result<McpHttp, String> {
         match ca_file {
             None => Ok(self.http.clone()),
             Some(path) => {
@@ -81,11 +109,6 @@ impl Clients {
                 http_client(&roots).map_err(|_| "the store's HTTP client could not be built".into())
             }
         }
-    }
-
-    /// The client for an `mcp` store over HTTP: the same as [`Clients::http`]'s.
-    pub fn mcp(&self, ca_file: Option<&Path>) -> Result<McpHttp, String> {
-        self.http(ca_file)
     }
 
     /// The process's count of store-answer bytes held, every store's answers in it.
@@ -208,9 +231,8 @@ fn tls_config(roots: &RootCertStore, alpn: &[&[u8]]) -> Result<rustls::ClientCon
     Ok(config)
 }
 
-const USER_AGENT: &str = concat!("seren-corpus-callosum/", env!("CARGO_PKG_VERSION"));
-/// How long an idle pooled connection to a store is kept.
-const POOL_IDLE: Duration = Duration::from_secs(90);
+/// Who calls, on every store call.
+pub const USER_AGENT: &str = concat!("seren-corpus-callosum/", env!("CARGO_PKG_VERSION"));
 
 // The two builders below set the same things; reqwest's two major versions have no common type to
 // set them through once. Whatever is added to one is added to the other.

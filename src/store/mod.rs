@@ -26,6 +26,7 @@ pub mod memory;
 mod protocol;
 mod registry;
 pub mod remote;
+pub mod transport;
 
 pub use crate::fusion::{Hit, Keep};
 pub use bind::Bound;

@@ -7,6 +7,7 @@
 //! that meets a pooled connection the store has just closed is sent once more, inside that deadline.
 
 use super::protocol::{Call, Protocol};
+use super::transport::{Answer, Target, Transport};
 use crate::chain::Chain;
 use crate::fusion::Hit;
 use crate::ledger::{Hold, Over, Purse};
@@ -14,7 +15,6 @@ use crate::secret::Secret;
 use crate::text::cut;
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderValue};
-use std::error::Error as _;
 use std::fmt;
 use std::time::Duration;
 
@@ -92,9 +92,9 @@ impl fmt::Display for Failure {
 /// One bound store's way of being called.
 pub struct Remote {
     /// The full search url (base url + search path + query). Never put into a message.
-    url: url::Url,
+    target: Target,
     /// The topic search url (`/by_topic`), for a protocol that speaks it.
-    topic_url: Option<url::Url>,
+    topic: Option<Target>,
     /// Whether a token is sent (only this is shown by `Debug`).
     auth: bool,
     /// The headers every call sends (JSON both ways, the token), built once; `None` when the
@@ -102,8 +102,9 @@ pub struct Remote {
     fixed: Option<HeaderMap>,
     protocol: Box<dyn Protocol>,
     body_cap: usize,
-    /// The shared client (a clone shares its pool), or the store's own (`tls_ca_file`).
-    client: reqwest::Client,
+    /// Straight over the shared pool (a clone shares it), the store's own (`tls_ca_file`), or
+    /// through reqwest when a proxy covers the store.
+    transport: Transport,
 }
 
 impl fmt::Debug for Remote {
@@ -116,32 +117,32 @@ impl fmt::Debug for Remote {
 
 impl Remote {
     pub fn new(
-        url: url::Url,
+        target: Target,
         token: Option<Secret>,
         protocol: Box<dyn Protocol>,
-        client: reqwest::Client,
+        transport: Transport,
     ) -> Self {
         let fixed = fixed_headers(token.as_ref());
         Self {
-            url,
-            topic_url: None,
+            target,
+            topic: None,
             fixed,
             auth: token.is_some(),
             protocol,
             body_cap: DEFAULT_BODY_CAP,
-            client,
+            transport,
         }
     }
 
-    /// Also asks `url` for topic edges (`/by_topic`), for a protocol that speaks it.
-    pub fn with_topics(mut self, url: url::Url) -> Self {
-        self.topic_url = Some(url);
+    /// Also asks `target` for topic edges (`/by_topic`), for a protocol that speaks it.
+    pub fn with_topics(mut self, target: Target) -> Self {
+        self.topic = Some(target);
         self
     }
 
     /// Whether this store answers topic searches.
     pub fn has_topics(&self) -> bool {
-        self.topic_url.is_some()
+        self.topic.is_some()
     }
 
     /// Asks the store for `n` hits, carrying `chain` (the search's place among callosums).
@@ -153,7 +154,7 @@ impl Remote {
         purse: &Purse<'_>,
     ) -> Result<Vec<Hit>, Failure> {
         let body = Bytes::from(self.protocol.request(query, n, &call.context));
-        let exchange = (&self.url, body, chain, call.timeout);
+        let exchange = (&self.target, body, chain, call.timeout);
         self.call(exchange, (n, purse), |bytes, limit| {
             self.protocol.decode_kept(bytes, limit, call.keep)
         })
@@ -170,11 +171,11 @@ impl Remote {
         (chain, call): (&Chain, Call),
         purse: &Purse<'_>,
     ) -> Option<Result<Vec<Hit>, Failure>> {
-        let url = self.topic_url.as_ref()?;
+        let target = self.topic.as_ref()?;
         let body = Bytes::from(self.protocol.topic_request(topics, n, exclude)?);
         Some(
             self.call(
-                (url, body, chain, call.timeout),
+                (target, body, chain, call.timeout),
                 (n, purse),
                 |bytes, limit| self.protocol.decode_topic(bytes, limit),
             )
@@ -186,15 +187,15 @@ impl Remote {
     /// in the search's `purse` as they come, and what the decoded hits keep stays counted there.
     async fn call(
         &self,
-        (url, body, chain, timeout): (&url::Url, Bytes, &Chain, Duration),
+        (target, body, chain, timeout): (&Target, Bytes, &Chain, Duration),
         (limit, purse): (usize, &Purse<'_>),
         decode: impl Fn(&[u8], usize) -> Result<Vec<Hit>, String>,
     ) -> Result<Vec<Hit>, Failure> {
         let exchange = async {
-            let response = self.send(url, &body, chain).await?;
+            let response = self.send(target, &body, chain).await?;
             let status = response.status();
-            if !status.is_success() {
-                return Err(Failure::Status(status.as_u16()));
+            if !(200..300).contains(&status) {
+                return Err(Failure::Status(status));
             }
             let mut hold = purse.hold();
             let bytes = self.read_body(response, &mut hold).await?;
@@ -216,30 +217,17 @@ impl Remote {
     /// store closed just as the request went out (its idle timeout) gives no answer and no status;
     /// a search is read-only, so it is asked once more, on a fresh connection, within the same
     /// deadline.
-    async fn send(
-        &self,
-        url: &url::Url,
-        body: &Bytes,
-        chain: &Chain,
-    ) -> Result<reqwest::Response, Failure> {
-        // The request is built whole, not through reqwest's builder, which moves itself (a few
-        // hundred bytes) once per header; its headers are built for it, not cloned.
-        let send = |headers: HeaderMap| {
-            let mut request = reqwest::Request::new(reqwest::Method::POST, url.clone());
-            *request.headers_mut() = headers;
-            *request.body_mut() = Some(body.clone().into());
-            self.client.execute(request)
-        };
+    async fn send(&self, target: &Target, body: &Bytes, chain: &Chain) -> Result<Answer, Failure> {
+        let send = |headers| self.transport.post(target, headers, body);
         let sent = match send(self.headers(chain)?).await {
-            Err(e) if closed_before_answer(&e) => send(self.headers(chain)?).await,
+            Err(refused) if refused.closed => send(self.headers(chain)?).await,
             sent => sent,
         };
-        sent.map_err(|e| {
-            let why = describe(&e);
-            if e.is_connect() {
-                Failure::Connect(why)
+        sent.map_err(|refused| {
+            if refused.connect {
+                Failure::Connect(refused.why)
             } else {
-                Failure::Transport(why)
+                Failure::Transport(refused.why)
             }
         })
     }
@@ -262,11 +250,7 @@ impl Remote {
     }
 
     /// Reads the answer's body, at most the cap, each chunk counted in `hold` before it is kept.
-    async fn read_body(
-        &self,
-        mut response: reqwest::Response,
-        hold: &mut Hold<'_>,
-    ) -> Result<Bytes, Failure> {
+    async fn read_body(&self, mut response: Answer, hold: &mut Hold<'_>) -> Result<Bytes, Failure> {
         let announced = response.content_length();
         if announced.is_some_and(|len| len > self.body_cap as u64) {
             return Err(Failure::TooLarge(self.body_cap));
@@ -278,15 +262,11 @@ impl Remote {
             .min(64 * 1024);
         hold.take(first).map_err(Failure::Memory)?;
         let mut bytes = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| Failure::Transport(describe(&e)))?
-        {
+        while let Some(chunk) = response.chunk().await.map_err(Failure::Transport)? {
             // The whole answer in one chunk, as most come, and no larger than was counted: kept
             // as it came, not copied, once the body is seen to end there.
             if bytes.is_empty() && chunk.len() <= first && announced == Some(chunk.len() as u64) {
-                let end = (response.chunk().await).map_err(|e| Failure::Transport(describe(&e)))?;
+                let end = response.chunk().await.map_err(Failure::Transport)?;
                 // hyper reads no byte past a Content-Length; were one there, it is no answer.
                 return match end {
                     None => Ok(chunk),
@@ -316,78 +296,26 @@ impl Remote {
     }
 }
 
-/// The headers every call to a store sends: JSON both ways, and its token, marked sensitive.
+/// The headers every call to a store sends: JSON both ways, who calls, and its token, marked
+/// sensitive.
 /// `None` when the token cannot be a header value (a control character in it).
 fn fixed_headers(token: Option<&Secret>) -> Option<HeaderMap> {
-    use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+    use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
     let json = HeaderValue::from_static("application/json");
     // Room for the chain's three and a span's two, which each call adds.
     let mut headers = HeaderMap::with_capacity(8);
     headers.insert(CONTENT_TYPE, json.clone());
     headers.insert(ACCEPT, json);
+    headers.insert(
+        USER_AGENT,
+        HeaderValue::from_static(super::clients::USER_AGENT),
+    );
     if let Some(token) = token {
         let mut value = HeaderValue::try_from(format!("Bearer {}", token.expose())).ok()?;
         value.set_sensitive(true);
         headers.insert(AUTHORIZATION, value);
     }
     Some(headers)
-}
-
-/// True when the connection closed (or was reset) before any answer came back, as happens when a
-/// store's keep-alive timeout closes a pooled connection at the moment a request is written to it.
-fn closed_before_answer(error: &reqwest::Error) -> bool {
-    if error.is_connect() || error.is_timeout() || error.is_status() || error.is_body() {
-        return false;
-    }
-    let mut source = error.source();
-    while let Some(cause) = source {
-        if let Some(hyper) = cause.downcast_ref::<hyper::Error>()
-            && hyper.is_incomplete_message()
-        {
-            return true;
-        }
-        if let Some(io) = cause.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
-            )
-        {
-            return true;
-        }
-        source = cause.source();
-    }
-    false
-}
-
-/// A short, secret-free description of a reqwest error: a failed TLS handshake in words of its
-/// kind (`tls: ...`), else the innermost cause, read as an IO error kind where it is one.
-/// reqwest's own `Display` carries the url, which may hold credentials.
-pub(crate) fn describe(error: &reqwest::Error) -> String {
-    if let Some(words) = super::clients::rejected(error) {
-        return words;
-    }
-    let mut innermost: &dyn std::error::Error = error;
-    let mut io_kind = None;
-    let mut source = error.source();
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            io_kind = Some(io.kind());
-        }
-        innermost = cause;
-        source = cause.source();
-    }
-    use std::io::ErrorKind as K;
-    match io_kind {
-        Some(K::ConnectionRefused) => "connection refused".into(),
-        Some(K::ConnectionReset) => "connection reset".into(),
-        Some(K::ConnectionAborted) => "connection aborted".into(),
-        Some(K::TimedOut) => "timed out".into(),
-        Some(K::UnexpectedEof) => "connection closed early".into(),
-        _ if error.is_body() || error.is_decode() => {
-            format!("body: {}", cut(&innermost.to_string(), 120))
-        }
-        _ => cut(&innermost.to_string(), 120),
-    }
 }
 
 #[cfg(test)]
@@ -397,10 +325,10 @@ mod tests {
     fn remote(token: Option<&str>) -> Remote {
         let protocol = super::super::build("seren_memory", &serde_json::Map::new()).unwrap();
         Remote::new(
-            url::Url::parse("http://127.0.0.1:9/search").unwrap(),
+            Target::new(url::Url::parse("http://127.0.0.1:9/search").unwrap()),
             token.and_then(Secret::new),
             protocol,
-            reqwest::Client::new(),
+            Transport::Proxied(reqwest::Client::new()),
         )
     }
 

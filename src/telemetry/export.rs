@@ -174,7 +174,7 @@ impl Collector {
             // an export does) and might be found closed at the next; exports are seconds apart.
             .pool_max_idle_per_host(0)
             .build()
-            .map_err(|error| crate::store::remote::describe(&error))?;
+            .map_err(|error| crate::store::transport::describe_reqwest(&error))?;
         Ok(Self {
             client,
             runtime: OnceLock::new(),

@@ -127,6 +127,47 @@ async fn search_prints_a_table_or_the_json_answer() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("n_results must be within 1..=200"));
 }
 
+/// A store a proxy variable covers is called through that proxy (here a stub that answers as
+/// the store would), with the same headers as a direct call; one `NO_PROXY` names is called
+/// directly. Both ways give the same answer.
+#[tokio::test]
+async fn a_store_a_proxy_variable_covers_is_called_through_the_proxy() {
+    let proxy = StubStore::hits(memory_hits(&[("via-proxy", 0.1)])).await;
+    let direct = StubStore::hits(loci_hits(&[("direct", 0.7)])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &config_yaml(&[
+            // No such host: only the proxy can answer for it.
+            ("episodic", "seren_memory", "http://memory.invalid:7420", ""),
+            ("facts", "seren_loci", &direct.url, ""),
+        ]),
+    );
+    let mut search = command(&["search", "-c", &config, "--json", "cuda"]);
+    search
+        .env("HTTP_PROXY", &proxy.url)
+        .env("NO_PROXY", "127.0.0.1");
+    let output = run(search).await;
+    let answer: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(order(&answer), ["episodic:via-proxy", "facts:direct"]);
+    assert_eq!(answer["failed"], json!([]));
+    let (sent, called) = (proxy.captured(), direct.captured());
+    assert_eq!((sent.len(), called.len()), (1, 1));
+    for captured in [&sent[0], &called[0]] {
+        assert_eq!(captured.path, "/search");
+        assert_eq!(captured.headers["content-type"], "application/json");
+        assert_eq!(captured.headers["accept"], "application/json");
+        assert!(
+            captured.headers["user-agent"].starts_with("seren-corpus-callosum/"),
+            "{:?}",
+            captured.headers
+        );
+    }
+    assert_eq!(sent[0].headers["host"], "memory.invalid:7420");
+    assert_eq!(sent[0].body["query"], "cuda");
+}
+
 #[tokio::test]
 async fn check_probes_every_store_one_line_each() {
     let memory = StubStore::hits(json!([])).await;
