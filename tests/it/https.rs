@@ -6,7 +6,7 @@
 
 use crate::support::mcp::*;
 use crate::support::mcp_server::ProbeServer;
-use crate::support::tls::TlsFront;
+use crate::support::tls::{H2Store, TlsFront};
 use crate::support::*;
 use serde_json::json;
 
@@ -90,6 +90,33 @@ async fn every_store_type_answers_over_https_trusted_through_its_own_ca_file() {
     }
     // The inner callosum was reached through its front once, by the trusting store alone.
     assert_eq!(inner_facts.captured().len(), 1);
+}
+
+/// A store that offers HTTP/2 (ALPN `h2`, nothing else) is called over it, and answers.
+#[tokio::test]
+async fn a_store_that_speaks_http2_only_is_called_over_http2() {
+    let answer =
+        serde_json::to_vec(&json!({"hits": memory_hits(&[("m1", 0.1), ("m2", 0.2)])})).unwrap();
+    let store = H2Store::start(answer.into()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("h2-ca.pem");
+    std::fs::write(&ca, &store.ca_pem).unwrap();
+    let callosum = Callosum::start(&config_yaml(&[(
+        "episodic",
+        "seren_memory",
+        &store.url,
+        &format!("tls_ca_file: {}", ca.display()),
+    )]))
+    .await;
+    for _ in 0..2 {
+        let (status, answer) = callosum.search("tabs", None).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(order(&answer), ["episodic:m1", "episodic:m2"], "{answer}");
+    }
+    assert_eq!(
+        *store.versions.lock().unwrap(),
+        [axum::http::Version::HTTP_2; 2]
+    );
 }
 
 #[tokio::test]

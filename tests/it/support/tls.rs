@@ -20,7 +20,7 @@ pub struct TlsFront {
 }
 
 /// A CA, and a leaf for `127.0.0.1` and `localhost` it signed: (CA PEM, leaf chain, leaf key).
-fn issue() -> (String, Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+pub fn issue() -> (String, Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
     use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -93,5 +93,74 @@ impl TlsFront {
         let path = dir.join(name);
         std::fs::write(&path, &self.ca_pem).unwrap();
         path
+    }
+}
+
+/// A store over TLS that speaks HTTP/2 only (ALPN `h2`): every request is answered with `answer`,
+/// and the HTTP version each came in is kept. Stops accepting when dropped.
+pub struct H2Store {
+    pub url: String,
+    pub ca_pem: String,
+    pub versions: Arc<std::sync::Mutex<Vec<axum::http::Version>>>,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+impl H2Store {
+    pub async fn start(answer: bytes::Bytes) -> Self {
+        use hyper_util::rt::{TokioExecutor, TokioIo};
+        let (ca_pem, chain, key) = issue();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let acceptor = TlsAcceptor::from(Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let versions = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = versions.clone();
+        let stop = CancellationToken::new();
+        let cancelled = stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    () = cancelled.cancelled() => return,
+                    accepted = listener.accept() => accepted,
+                };
+                let Ok((socket, _)) = accepted else { continue };
+                let (acceptor, answer, seen) = (acceptor.clone(), answer.clone(), seen.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(socket).await else {
+                        return;
+                    };
+                    let service =
+                        hyper::service::service_fn(move |request: axum::http::Request<_>| {
+                            seen.lock().unwrap().push(request.version());
+                            let answer = answer.clone();
+                            async move {
+                                let mut response =
+                                    axum::http::Response::new(http_body_util::Full::new(answer));
+                                response.headers_mut().insert(
+                                    axum::http::header::CONTENT_TYPE,
+                                    axum::http::HeaderValue::from_static("application/json"),
+                                );
+                                Ok::<_, std::convert::Infallible>(response)
+                            }
+                        });
+                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        Self {
+            url: format!("https://127.0.0.1:{port}"),
+            ca_pem,
+            versions,
+            _stop: stop.drop_guard(),
+        }
     }
 }
