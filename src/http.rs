@@ -9,6 +9,7 @@ use crate::chain::Chain;
 use crate::config::{OAuth, PROTECTED_RESOURCE_PATH};
 use crate::federation::Federation;
 use crate::guard::Public;
+use crate::logline::Line;
 use crate::oauth::{Access, Verifier};
 use crate::secret::Secret;
 use crate::view::{Actor, Caller, View};
@@ -781,23 +782,79 @@ impl Logged {
             method,
             path,
         } = self;
-        let status = response.status().as_u16();
-        let ms = crate::text::millis(started.elapsed());
-        let path = crate::text::escaped(&path);
         let searched = response.extensions().get::<Searched>();
-        let (asked, failed) = searched.map_or((None, None), |s| (Some(s.asked), Some(s.failed)));
-        let query = searched
-            .filter(|_| log.queries)
-            .map(|s| crate::text::logged_query(&s.query));
-        if log.on {
-            tracing::info!(%method, %path, status, ms, rid = %id, stores_asked = asked, stores_failed = failed, query, "request");
+        let line = RequestLine {
+            method: &method,
+            path: crate::text::escaped(&path),
+            status: response.status().as_u16(),
+            ms: crate::text::millis(started.elapsed()),
+            id: &id,
+            asked: searched.map(|s| s.asked),
+            failed: searched.map(|s| s.failed),
+            query: searched
+                .filter(|_| log.queries)
+                .map(|s| crate::text::logged_query(&s.query)),
+        };
+        if !log.on {
+            line.event(tracing::Level::DEBUG);
+        } else if let Some(plain) = tracing::enabled!(tracing::Level::INFO)
+            .then(|| Line::info("request"))
+            .flatten()
+        {
+            line.plain(plain).write();
         } else {
-            tracing::debug!(%method, %path, status, ms, rid = %id, stores_asked = asked, stores_failed = failed, query, "request");
+            line.event(tracing::Level::INFO);
         }
         // A minted id is hex and an echoed one was checked to be visible ASCII, so this cannot fail.
         if let Ok(value) = HeaderValue::from_str(&id) {
             response.headers_mut().insert(REQUEST_ID, value);
         }
+    }
+}
+
+/// What a request's log line says.
+struct RequestLine<'a> {
+    method: &'a Method,
+    path: String,
+    status: u16,
+    ms: f64,
+    id: &'a str,
+    asked: Option<usize>,
+    failed: Option<usize>,
+    query: Option<String>,
+}
+
+impl RequestLine<'_> {
+    /// The line as a tracing event at `level` (info or debug).
+    fn event(&self, level: tracing::Level) {
+        let Self {
+            method,
+            path,
+            status,
+            ms,
+            id,
+            asked,
+            failed,
+            query,
+        } = self;
+        if level == tracing::Level::INFO {
+            tracing::info!(%method, %path, status, ms, rid = %id, stores_asked = asked, stores_failed = failed, query, "request");
+        } else {
+            tracing::debug!(%method, %path, status, ms, rid = %id, stores_asked = asked, stores_failed = failed, query, "request");
+        }
+    }
+
+    /// The same line, written into `line` as the log layer writes the event, without its
+    /// formatter.
+    fn plain(&self, line: Line) -> Line {
+        line.field("method", format_args!("{}", self.method))
+            .field("path", format_args!("{}", self.path))
+            .field("status", self.status)
+            .field("ms", self.ms)
+            .field("rid", format_args!("{}", self.id))
+            .maybe("stores_asked", self.asked)
+            .maybe("stores_failed", self.failed)
+            .maybe("query", self.query.as_deref())
     }
 }
 
@@ -813,6 +870,72 @@ fn mint_request_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the process's log layer (as `init_logging` builds it for a pipe) writes for `line`'s
+    /// event, and what [`RequestLine::plain`] writes: the same bytes past the timestamp.
+    fn both_ways(line: &RequestLine) -> (String, String) {
+        #[derive(Clone, Default)]
+        struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Buffer {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = Buffer::default();
+        let written = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || buffer.clone())
+            .with_ansi(false)
+            .with_target(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || line.event(tracing::Level::INFO));
+        let layer = String::from_utf8(written.0.lock().unwrap().clone()).unwrap();
+        let plain = line.plain(Line::now("request")).end();
+        (layer, plain)
+    }
+
+    #[test]
+    fn the_plain_request_line_is_the_log_layers_byte_for_byte() {
+        let (post, get) = (Method::POST, Method::GET);
+        let search = RequestLine {
+            method: &post,
+            path: crate::text::escaped("/search"),
+            status: 200,
+            ms: 1.25,
+            id: "00ab12cd34ef5678",
+            asked: Some(3),
+            failed: Some(1),
+            query: Some(crate::text::logged_query(
+                "a \"quoted\" \\ query\nwith a break",
+            )),
+        };
+        let health = RequestLine {
+            method: &get,
+            path: crate::text::escaped("/health/x y"),
+            status: 404,
+            ms: 12.0,
+            id: "caller-id",
+            asked: None,
+            failed: None,
+            query: None,
+        };
+        for line in [search, health] {
+            let (layer, plain) = both_ways(&line);
+            assert!(
+                layer.ends_with('\n') && layer.contains("request method="),
+                "{layer}"
+            );
+            // `2026-12-07T12:00:00.123456Z`: equal in form, the rest equal byte for byte.
+            assert_eq!(layer.find('Z'), Some(26), "{layer}");
+            assert_eq!(plain.find('Z'), Some(26), "{plain}");
+            assert_eq!(&layer[..4], &plain[..4]);
+            assert_eq!(layer[26..], plain[26..]);
+        }
+    }
 
     #[test]
     fn public_paths() {

@@ -33,16 +33,19 @@ pub fn init_logging(default: &str) {
         .with_default(tracing::Level::TRACE)
         .with_target("rmcp", tracing_subscriber::filter::LevelFilter::OFF);
     use tracing_subscriber::prelude::*;
+    let ansi = std::io::stderr().is_terminal();
     tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(logline::Stderr)
-                .with_ansi(std::io::stderr().is_terminal())
+                .with_ansi(ansi)
                 .with_target(false),
         )
         .with(filter)
         .with(no_rmcp)
         .init();
+    // The access line may then be written as this layer would write it, without its formatter.
+    logline::set_plain(!ansi);
 }
 
 /// How a command reads its configuration file.
