@@ -1,8 +1,8 @@
 //! The HTTP clients store calls go through, and what they trust.
 //!
-//! Two clients are shared by every store: one for the HTTP protocols (`remote`), one for MCP
-//! servers over streamable HTTP, of the reqwest major version rmcp's transport is written for.
-//! Both are built here, by one builder each over the same settings (user agent, no redirects,
+//! Two clients are shared by every store: hyper's pooled client for the HTTP protocols
+//! (`transport::direct`), and reqwest for MCP servers over streamable HTTP and for an HTTP store a
+//! proxy variable covers. Both are built over the same settings (user agent, no redirects,
 //! `TCP_NODELAY`, pool idle timeout) and one rustls config: ring, the webpki roots, the OS store
 //! when `tls.trust_system_store` says so. A store with `tls_ca_file` gets a client of its own,
 //! built the same way with that file's certificates trusted too, for that store only.
@@ -82,21 +82,16 @@ impl Clients {
     /// clone shares it) or, with `tls_ca_file`, a pool of its own that trusts that file's
     /// certificates too; through reqwest, built the same way, when a proxy covers it.
     pub fn transport(&self, ca_file: Option<&Path>, target: &Target) -> Result<Transport, String> {
-        let roots = ca_file.map(|path| self.with_ca_file(path)).transpose()?;
         let built = |_| "the store's HTTP client could not be built".to_owned();
-        let direct = match &roots {
-            None => self.direct.clone(),
-            Some(roots) => transport::direct(tls_config(roots, &[]).map_err(built)?),
-        };
-        Transport::choose(
-            target,
-            &self.proxies,
-            || direct,
-            || match &roots {
-                None => Ok(self.http.clone()),
-                Some(roots) => http_client(roots).map_err(built),
-            },
-        )
+        let roots = ca_file.map(|path| self.with_ca_file(path)).transpose()?;
+        Ok(match (self.proxies.cover(target), roots) {
+            (false, None) => Transport::Direct(Box::new(self.direct.clone())),
+            (false, Some(roots)) => Transport::Direct(Box::new(transport::direct(
+                tls_config(&roots, &[]).map_err(built)?,
+            ))),
+            (true, None) => Transport::Proxied(self.http.clone()),
+            (true, Some(roots)) => Transport::Proxied(http_client(&roots).map_err(built)?),
+        })
     }
 
     /// The client for an `mcp` store over HTTP: the shared one (a clone shares its pool), or,

@@ -59,9 +59,12 @@ impl Proxies {
         Self(hyper_util::client::proxy::matcher::Matcher::from_system())
     }
 
-    /// Whether a call to `uri` goes through a proxy.
-    pub fn cover(&self, uri: &hyper::Uri) -> bool {
-        self.0.intercept(uri).is_some()
+    /// Whether calls to `target` go through reqwest: a proxy covers it, or its url is no `Uri`.
+    pub fn cover(&self, target: &Target) -> bool {
+        target
+            .uri
+            .as_ref()
+            .is_none_or(|uri| self.0.intercept(uri).is_some())
     }
 }
 
@@ -91,19 +94,6 @@ pub enum Transport {
 }
 
 impl Transport {
-    /// Direct over `direct`, unless `proxies` cover `target` (then `proxied`, built on demand).
-    pub fn choose<E>(
-        target: &Target,
-        proxies: &Proxies,
-        direct: impl FnOnce() -> Direct,
-        proxied: impl FnOnce() -> Result<reqwest::Client, E>,
-    ) -> Result<Self, E> {
-        match &target.uri {
-            Some(uri) if !proxies.cover(uri) => Ok(Transport::Direct(Box::new(direct()))),
-            _ => proxied().map(Transport::Proxied),
-        }
-    }
-
     /// POSTs `body` with `headers` to `target` and waits for the answer's head.
     pub async fn post(
         &self,

@@ -20,7 +20,7 @@ pub struct TlsFront {
 }
 
 /// A CA, and a leaf for `127.0.0.1` and `localhost` it signed: (CA PEM, leaf chain, leaf key).
-pub fn issue() -> (String, Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+fn issue() -> (String, Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
     use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -45,41 +45,17 @@ impl TlsFront {
             upstream.host_str().unwrap(),
             upstream.port().unwrap()
         );
-        let (ca_pem, chain, key) = issue();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .unwrap();
         // The stubs speak HTTP/1.1 only: a client offered h2 falls back to it.
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let acceptor = TlsAcceptor::from(Arc::new(config));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let stop = CancellationToken::new();
-        let cancelled = stop.clone();
-        tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    () = cancelled.cancelled() => return,
-                    accepted = listener.accept() => accepted,
+        let (ca_pem, port, stop) = serve_tls(b"http/1.1", move |mut tls| {
+            let target = target.clone();
+            async move {
+                let Ok(mut plain) = TcpStream::connect(&target).await else {
+                    return;
                 };
-                let Ok((socket, _)) = accepted else { continue };
-                let (acceptor, target) = (acceptor.clone(), target.clone());
-                tokio::spawn(async move {
-                    // A client that refuses the certificate ends the handshake: nothing to pipe.
-                    let Ok(mut tls) = acceptor.accept(socket).await else {
-                        return;
-                    };
-                    let Ok(mut plain) = TcpStream::connect(&target).await else {
-                        return;
-                    };
-                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
-                });
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
             }
-        });
+        })
+        .await;
         let path = upstream.path().trim_end_matches('/');
         Self {
             url: format!("https://127.0.0.1:{port}{path}"),
@@ -108,54 +84,30 @@ pub struct H2Store {
 impl H2Store {
     pub async fn start(answer: bytes::Bytes) -> Self {
         use hyper_util::rt::{TokioExecutor, TokioIo};
-        let (ca_pem, chain, key) = issue();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .unwrap();
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        let acceptor = TlsAcceptor::from(Arc::new(config));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
         let versions = Arc::new(std::sync::Mutex::new(Vec::new()));
         let seen = versions.clone();
-        let stop = CancellationToken::new();
-        let cancelled = stop.clone();
-        tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    () = cancelled.cancelled() => return,
-                    accepted = listener.accept() => accepted,
-                };
-                let Ok((socket, _)) = accepted else { continue };
-                let (acceptor, answer, seen) = (acceptor.clone(), answer.clone(), seen.clone());
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(socket).await else {
-                        return;
-                    };
-                    let service =
-                        hyper::service::service_fn(move |request: axum::http::Request<_>| {
-                            seen.lock().unwrap().push(request.version());
-                            let answer = answer.clone();
-                            async move {
-                                let mut response =
-                                    axum::http::Response::new(http_body_util::Full::new(answer));
-                                response.headers_mut().insert(
-                                    axum::http::header::CONTENT_TYPE,
-                                    axum::http::HeaderValue::from_static("application/json"),
-                                );
-                                Ok::<_, std::convert::Infallible>(response)
-                            }
-                        });
-                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(tls), service)
-                        .await;
+        let (ca_pem, port, stop) = serve_tls(b"h2", move |tls| {
+            let (answer, seen) = (answer.clone(), seen.clone());
+            async move {
+                let service = hyper::service::service_fn(move |request: axum::http::Request<_>| {
+                    seen.lock().unwrap().push(request.version());
+                    let answer = answer.clone();
+                    async move {
+                        let mut response =
+                            axum::http::Response::new(http_body_util::Full::new(answer));
+                        response.headers_mut().insert(
+                            axum::http::header::CONTENT_TYPE,
+                            axum::http::HeaderValue::from_static("application/json"),
+                        );
+                        Ok::<_, std::convert::Infallible>(response)
+                    }
                 });
+                let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
             }
-        });
+        })
+        .await;
         Self {
             url: format!("https://127.0.0.1:{port}"),
             ca_pem,
@@ -163,4 +115,44 @@ impl H2Store {
             _stop: stop.drop_guard(),
         }
     }
+}
+
+/// Accepts TLS connections on a loopback port with a certificate a CA made for it alone,
+/// offering `alpn`, and hands each to `serve`: (the CA's PEM, the port, what stops it when
+/// dropped). A client that refuses the certificate ends the handshake: nothing is served.
+async fn serve_tls<F, Fut>(alpn: &[u8], serve: F) -> (String, u16, CancellationToken)
+where
+    F: Fn(tokio_rustls::server::TlsStream<TcpStream>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (ca_pem, chain, key) = issue();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (stop, serve) = (CancellationToken::new(), Arc::new(serve));
+    let cancelled = stop.clone();
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                () = cancelled.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((socket, _)) = accepted else { continue };
+            let (acceptor, serve) = (acceptor.clone(), serve.clone());
+            tokio::spawn(async move {
+                if let Ok(tls) = acceptor.accept(socket).await {
+                    serve(tls).await;
+                }
+            });
+        }
+    });
+    (ca_pem, port, stop)
 }
